@@ -1,0 +1,118 @@
+"""A whole run from a composed config: build, execute, write results.json, track, print the table."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from runner.build import build
+from runner.display import Display
+from runner.pipeline import execute, timestamp, usage_summary
+from runner.redact import redact
+from runner.tracking.local import write_json
+
+log = logging.getLogger("runner")
+
+PACKAGES = ("runner", "litellm", "hydra-core", "omegaconf", "datasets", "wandb", "mcp", "xllamacpp")
+
+
+def resolved_config(cfg: DictConfig) -> dict[str, Any]:
+    """The resolved config with every secret masked (what results.json and the tracker get)."""
+    plain = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+    assert isinstance(plain, dict)
+    return redact(plain)
+
+
+def provenance(run_dir: Path) -> dict[str, Any]:
+    """Git commit and dirty flag of the runner checkout, and package versions."""
+    root = Path(__file__).resolve().parent.parent
+    git: dict[str, Any] = {}
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=5)
+        if commit.returncode == 0:
+            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=5)
+            git = {"commit": commit.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        pass
+    versions = {}
+    for pkg in PACKAGES:
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            continue
+    return {"git": git, "versions": versions, "python": sys.version.split()[0], "run_dir": str(run_dir)}
+
+
+def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None) -> dict[str, Any]:
+    """Run the configured evaluation into `run_dir` and return the results.json content."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config = resolved_config(cfg)
+    started, t0 = timestamp(), time.perf_counter()
+    built = build(cfg, run_dir)
+    tracker = built.tracker
+    failed = True
+    summary: dict[str, Any] = {}
+    try:
+        model_name = built.model.name if built.model else None
+        tags = [f"benchmark:{built.benchmark.name}", f"model:{model_name}"] + \
+               [f"judge:{n}" for n in built.panel.names]
+        tracker.start(run_dir=run_dir, name=f"{built.benchmark.name}-{model_name}", config=config,
+                      group=group, tags=tags)
+        task_results = asyncio.run(execute(built, run_dir, seed=int(cfg.seed),
+                                           show_progress=bool(cfg.progress)))
+        summary = built.benchmark.summary(built.tasks, task_results)
+        results = {
+            "benchmark": built.benchmark.name,
+            "model": model_name,
+            "judges": built.panel.names,
+            "tasks": {name: r.to_dict() for name, r in task_results.items()},
+            "summary": summary,
+            "usage": usage_summary(built),
+            "run": {"started": started, "finished": timestamp(),
+                    "duration_s": round(time.perf_counter() - t0, 3), "seed": int(cfg.seed),
+                    **provenance(run_dir)},
+            "config": config,
+        }
+        write_json(run_dir / "results.json", results)
+        for name, block in results["tasks"].items():
+            records = _read_records(run_dir / "samples" / f"{name}.jsonl")
+            tracker.log_task(name, records, block)
+        failed = False
+    finally:
+        try:
+            tracker.finish(summary, failed=failed)
+        finally:
+            if built.cache is not None:
+                built.cache.close()
+            built.stack.close()
+    Display(enabled=False).table(results)
+    _report_problems(results)
+    return results
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def _report_problems(results: dict[str, Any]) -> None:
+    s = results["summary"]
+    if s.get("n_errors"):
+        log.warning("%d sample(s) failed and are left out of the metrics (error_ids in results.json); "
+                    "re-run with the same hydra.run.dir to retry only them", s["n_errors"])
+    if s.get("n_invalid"):
+        log.warning("%d sample(s) had an invalid or failed judgement, counted as a fail "
+                    "(invalid_ids in results.json)", s["n_invalid"])

@@ -1,0 +1,148 @@
+"""Benchmark and Task types: a benchmark turns data into samples; a task asks and scores one sample.
+
+Constructors stay light (they only keep config); data is read in `Benchmark.load`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from runner.errors import ConfigError
+from runner.sources import BAD_ROW, load_rows
+from runner.types import Sample, SampleRecord, TaskResult
+
+if TYPE_CHECKING:
+    from runner.judges.panel import Panel
+    from runner.models.litellm_model import Endpoint
+
+ID_COLUMNS = ("id", "uuid", "qid", "ID", "Id")
+
+
+def sample_id(row: Mapping[str, Any], index: int) -> Any:
+    """The dataset's own id where the row has one, else the 0-based row index."""
+    for col in ID_COLUMNS:
+        value = row.get(col)
+        if value is not None and value != "":
+            return value
+    return index
+
+
+def require(row: Mapping[str, Any], *columns: str) -> None:
+    """Fail this row (not the run) when a column the task needs is missing or null."""
+    missing = [c for c in columns if row.get(c) is None]
+    if missing:
+        have = ", ".join(sorted(str(k) for k in row)) or "none"
+        raise ValueError(f"row is missing column(s) {', '.join(missing)} (columns present: {have})")
+
+
+@dataclass
+class Context:
+    """What a task may use while evaluating a sample."""
+
+    model: Endpoint | None
+    panel: Panel | None
+    seed: int = 0
+    run_dir: Path | None = None
+
+
+@dataclass
+class Loaded:
+    """One task's data: few-shot examples (never scored), samples to score, and rows that failed."""
+
+    shots: list[Sample]
+    samples: list[Sample]
+    bad: list[tuple[Any, str]] = field(default_factory=list)
+    """(id, error) for rows that could not become samples; recorded as errors."""
+
+
+class Task:
+    """How one task asks a sample and scores the reply. Subclasses implement the three hooks."""
+
+    needs_model = True
+    needs_judges = False
+    headline = "accuracy"
+    """The metric the run summary and the final table lead with."""
+
+    def __init__(self, name: str, dataset: str | None = None, split: str = "train", num_fewshot: int = 0,
+                 params: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        self.dataset = dataset
+        self.split = split
+        self.num_fewshot = int(num_fewshot or 0)
+        self.params = dict(params or {})
+
+    def to_sample(self, row: Mapping[str, Any], index: int) -> Sample:
+        """Map one dataset row to a Sample; raise ValueError (with the reason) for a bad row."""
+        raise NotImplementedError
+
+    async def evaluate(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> SampleRecord:
+        """Ask and score one sample. Call failures propagate; the pipeline records them as errors."""
+        raise NotImplementedError
+
+    def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
+        """Metrics from the sample records alone (records with status `error` included, as failures)."""
+        raise NotImplementedError
+
+
+class Benchmark:
+    """A named set of tasks over datasets (hub names in the task specs, or `data_dir/<task>.jsonl`)."""
+
+    def __init__(self, name: str, specs: Mapping[str, Any], data_dir: str | None = None,
+                 limit: int | None = None, tasks: Sequence[str] | None = None,
+                 num_fewshot: int | None = None) -> None:
+        self.name = name
+        self.specs = dict(specs)
+        self.data_dir = data_dir
+        self.limit = None if limit is None else int(limit)
+        self.num_fewshot = None if num_fewshot is None else int(num_fewshot)
+        self.selected = list(tasks) if tasks else list(self.specs)
+        unknown = [t for t in self.selected if t not in self.specs]
+        if unknown:
+            hint = difflib.get_close_matches(unknown[0], list(self.specs), n=1)
+            raise ConfigError(f"benchmark.tasks: unknown task '{unknown[0]}' for benchmark {name}"
+                              + (f" (did you mean '{hint[0]}'?)" if hint else "")
+                              + f"; choose from: {', '.join(self.specs)}")
+        if self.limit is not None and self.limit < 0:
+            raise ConfigError(f"benchmark.limit: must be a positive number of samples, got {self.limit}")
+
+    def build_tasks(self) -> list[Task]:
+        """Instantiate the selected task specs (each spec's `_target_` names its Task class)."""
+        from runner.build import instantiate
+
+        return [instantiate(self.specs[t], f"benchmark.specs.{t}", name=t) for t in self.selected]
+
+    def load(self, task: Task) -> Loaded:
+        """Read the task's rows and split them into shots (the first K good rows) and samples."""
+        rows = load_rows(task.name, task.dataset, task.split, self.data_dir)
+        k = task.num_fewshot if self.num_fewshot is None else self.num_fewshot
+        shots: list[Sample] = []
+        samples: list[Sample] = []
+        bad: list[tuple[Any, str]] = []
+        for index, row in enumerate(rows):
+            if len(shots) >= k and self.limit is not None and len(samples) + len(bad) >= self.limit:
+                break
+            if BAD_ROW in row:
+                bad.append((index, row[BAD_ROW]))
+                continue
+            try:
+                sample = task.to_sample(row, index)
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                bad.append((sample_id(row, index), f"row {index}: {exc}"))
+                continue
+            (shots if len(shots) < k else samples).append(sample)
+        return Loaded(shots=shots, samples=samples, bad=bad)
+
+    def summary(self, tasks: Sequence[Task], results: Mapping[str, TaskResult]) -> dict[str, Any]:
+        """The `summary` block of results.json: each task's headline metric and their macro mean."""
+        headline = {t.name: results[t.name].metrics.get(t.headline, 0.0) for t in tasks if t.name in results}
+        return {
+            "n_samples": sum(r.n for r in results.values()),
+            "n_invalid": sum(r.n_invalid for r in results.values()),
+            "n_errors": sum(r.n_errors for r in results.values()),
+            "headline": headline,
+            "macro_avg": sum(headline.values()) / len(headline) if headline else 0.0,
+        }

@@ -1,0 +1,125 @@
+"""EVE judged tasks: open-ended answers (with or without context documents) and refusal.
+
+A panel of judges grades each reply with a rubric from `prompts/`; metrics are EVE's multi-judge set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from runner.benchmarks.base import Context, require, sample_id
+from runner.benchmarks.generative import GenerativeTask, Scored
+from runner.judges.panel import json_schema_format
+from runner.judges.parsers import parse_binary
+from runner.metrics.core import judge_panel_metrics
+from runner.metrics.records import task_result
+from runner.prompts import render
+from runner.types import Judgement, Sample, TaskResult
+
+BINARY_FORMAT = json_schema_format(
+    "judgement", {"judgement": {"type": "string", "enum": ["correct", "incorrect"]},
+                  "explanation": {"type": "string", "maxLength": 400}},
+    ["judgement", "explanation"])
+
+
+class JudgedTask(GenerativeTask):
+    """A generation graded by every judge of the panel with a binary rubric."""
+
+    needs_judges = True
+    headline = "judge_voting"
+
+    def __init__(self, name: str, prompt: str, rubric: str, system: str | None = None, **kwargs: Any) -> None:
+        super().__init__(name, **kwargs)
+        self.user_prompt = prompt
+        self.system_prompt = system
+        self.rubric = rubric
+
+    def to_sample(self, row: Mapping[str, Any], index: int) -> Sample:
+        require(row, "Question", "Answer")
+        return Sample(id=sample_id(row, index), input=str(row["Question"]), target=str(row["Answer"]))
+
+    def rubric_vars(self, sample: Sample, text: str) -> dict[str, Any]:
+        """What the rubric sees: the question, the reference and the reply (as in EVE, no context)."""
+        return {"question": sample.input, "reference": sample.target, "response": text}
+
+    async def score(self, sample: Sample, text: str, ctx: Context) -> Scored:
+        assert ctx.panel is not None
+        prompt = render(self.prompt_dir, self.rubric, **self.rubric_vars(sample, text))
+        judgements, usage = await ctx.panel.judge(prompt, parse_binary, BINARY_FORMAT)
+        return Scored(answer=None, scores=per_sample_scores(judgements), judgements=judgements,
+                      judge_usage=usage)
+
+    def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
+        judges = judge_names(records)
+        zero = judge_panel_metrics([], judges)
+        return task_result(records, lambda ok: judge_panel_metrics([judge_scores(r) for r in ok], judges),
+                           zero=zero)
+
+
+def per_sample_scores(judgements: Sequence[Judgement]) -> dict[str, float]:
+    """A sample's scores: each judge's pass (invalid/failed = 0) and the panel vote."""
+    from runner.metrics.core import majority_vote, mean, unanimous
+
+    values = [j.passed for j in judgements]
+    scores = {f"judge/{j.judge}": j.passed for j in judgements}
+    scores.update({"judge_avg": mean(values), "judge_vote": majority_vote(values),
+                   "judge_unanimous": unanimous(values)})
+    return scores
+
+
+def judge_scores(record: Mapping[str, Any]) -> dict[str, float]:
+    """{judge: pass} from a record's judgements (invalid and failed count as a fail)."""
+    return {j["judge"]: Judgement.from_dict(j).passed for j in record.get("judgements", [])}
+
+
+def judge_names(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Judge names in first-seen order across the records."""
+    names: dict[str, None] = {}
+    for r in records:
+        for j in r.get("judgements", []):
+            names.setdefault(j["judge"], None)
+    return list(names)
+
+
+class OpenEnded(JudgedTask):
+    """`eve-esa/open-ended`: Question, Answer."""
+
+    def __init__(self, name: str, prompt: str = "open_ended.j2", rubric: str = "judge_fact_check.j2",
+                 **kwargs: Any) -> None:
+        super().__init__(name, prompt=prompt, rubric=rubric, system="open_ended_system.j2", **kwargs)
+
+
+class OpenEndedWithContext(JudgedTask):
+    """`eve-esa/open-ended-w-context`: Question, Answer, Doc 1..3 (null docs skipped)."""
+
+    def __init__(self, name: str, prompt: str = "open_ended_w_context.j2",
+                 rubric: str = "judge_fact_check.j2", **kwargs: Any) -> None:
+        super().__init__(name, prompt=prompt, rubric=rubric, system="context_system.j2", **kwargs)
+
+    def to_sample(self, row: Mapping[str, Any], index: int) -> Sample:
+        base = super().to_sample(row, index)
+        docs = tuple(str(row[k]) for k in ("Doc 1", "Doc 2", "Doc 3") if row.get(k) is not None)
+        if not docs:
+            raise ValueError("row has no context documents (Doc 1..Doc 3 are all missing)")
+        return Sample(id=base.id, input=base.input, target=base.target, context=docs)
+
+
+class Refusal(JudgedTask):
+    """`eve-esa/refusal`: Question, Context, Answer; passes when the model declines for lack of context."""
+
+    def __init__(self, name: str, prompt: str = "refusal.j2", rubric: str = "judge_refusal.j2",
+                 **kwargs: Any) -> None:
+        super().__init__(name, prompt=prompt, rubric=rubric, system="context_system.j2", **kwargs)
+
+    def to_sample(self, row: Mapping[str, Any], index: int) -> Sample:
+        require(row, "Question", "Context")
+        return Sample(id=sample_id(row, index), input=str(row["Question"]),
+                      target=str(row.get("Answer") or ""), context=(str(row["Context"]),))
+
+    def shot_reply(self, sample: Sample) -> str:
+        return sample.target
+
+    def rubric_vars(self, sample: Sample, text: str) -> dict[str, Any]:
+        # The refusal judge needs the context: it decides whether declining was the right call.
+        return {"question": sample.input, "context": sample.context[0], "response": text}

@@ -1,0 +1,90 @@
+"""The terminal: per-task progress (done/total, rate, ETA, retries, errors) and the final metrics table.
+
+The only module importing rich.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+class Display:
+    """Rich progress bars on a terminal; nothing but the final table otherwise."""
+
+    def __init__(self, enabled: bool = True, retries: Callable[[], int] | None = None) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.enabled = enabled and self.console.is_terminal
+        self._retries = retries or (lambda: 0)
+        self._progress: Any = None
+        self._bars: dict[str, Any] = {}
+        self._errors: dict[str, int] = {}
+
+    def __enter__(self) -> Display:
+        if self.enabled:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+
+            self._progress = Progress(
+                TextColumn("[bold]{task.description:<24}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]}"),
+                TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn(),
+                TextColumn("retries {task.fields[retries]}  errors {task.fields[errors]}"),
+                console=self.console, transient=False, refresh_per_second=4)
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def add_task(self, name: str, total: int, done: int) -> None:
+        """A bar for one task; `done` counts samples kept from an earlier run (resume)."""
+        self._errors[name] = 0
+        if self._progress is not None:
+            self._bars[name] = self._progress.add_task(name, total=total, completed=done, rate="",
+                                                       retries=self._retries(), errors=0)
+
+    def advance(self, name: str, error: bool) -> None:
+        """One sample of `name` finished."""
+        if error:
+            self._errors[name] = self._errors.get(name, 0) + 1
+        if self._progress is not None:
+            bar = self._bars[name]
+            self._progress.advance(bar)
+            speed = self._progress.tasks[bar].speed
+            self._progress.update(bar, rate=f"{speed:5.1f}/s" if speed else "", retries=self._retries(),
+                                  errors=self._errors[name])
+
+    def message(self, text: str) -> None:
+        """A line above the bars (or on stderr)."""
+        self.console.print(text, markup=False, highlight=False)
+
+    def table(self, results: Mapping[str, Any]) -> None:
+        """The final metrics table, one row per task and metric."""
+        from rich.console import Console
+        from rich.table import Table
+
+        title = f"{results.get('benchmark')} · model {results.get('model')}"
+        if results.get("judges"):
+            title += " · judges " + ", ".join(results["judges"])
+        table = Table(title=title, title_justify="left")
+        for col, justify in (("task", "left"), ("metric", "left"), ("value", "right"), ("n", "right"),
+                             ("invalid", "right"), ("errors", "right")):
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for task, block in results.get("tasks", {}).items():
+            first = True
+            for metric, value in block.get("metrics", {}).items():
+                table.add_row(task if first else "", metric, _fmt(value),
+                              *(str(block.get(k, "")) if first else "" for k in ("n", "n_invalid", "n_errors")))
+                first = False
+            table.add_section()
+        Console(file=sys.stdout).print(table)
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)

@@ -1,0 +1,59 @@
+"""A judge panel: asks every judge concurrently and keeps each judge's verdict, invalid reply or failure."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from runner.errors import CallError
+from runner.judges.parsers import Verdict
+from runner.models.litellm_model import Endpoint
+from runner.types import Judgement, Usage
+
+Parser = Callable[[str | None], Verdict]
+
+
+def json_schema_format(name: str, properties: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:
+    """An OpenAI-style `response_format` asking for a JSON object (llama.cpp and most providers honour it)."""
+    return {"type": "json_schema",
+            "json_schema": {"name": name, "strict": True,
+                            "schema": {"type": "object", "properties": properties,
+                                       "required": list(required), "additionalProperties": False}}}
+
+
+class Panel:
+    """Who grades: a list of judge endpoints. Judges run at the temperature their entry sets (0 by default)."""
+
+    def __init__(self, judges: Sequence[Endpoint]) -> None:
+        self.judges = list(judges)
+
+    @property
+    def names(self) -> list[str]:
+        """Judge names in panel order."""
+        return [j.name for j in self.judges]
+
+    def __len__(self) -> int:
+        return len(self.judges)
+
+    async def judge(self, prompt: str, parse: Parser, response_format: dict[str, Any] | None = None,
+                    ) -> tuple[list[Judgement], dict[str, Any]]:
+        """Every judge's Judgement for one prompt (one user message), plus per-judge usage."""
+        messages = [{"role": "user", "content": prompt}]
+        results = await asyncio.gather(*(self._one(j, messages, parse, response_format) for j in self.judges))
+        judgements = [r[0] for r in results]
+        usage = {j.name: r[1].__dict__ for j, r in zip(self.judges, results, strict=True)}
+        return judgements, usage
+
+    @staticmethod
+    async def _one(judge: Endpoint, messages: list[dict[str, Any]], parse: Parser,
+                   response_format: dict[str, Any] | None) -> tuple[Judgement, Usage]:
+        try:
+            out = await judge.complete(messages, response_format=response_format)
+        except CallError as exc:
+            return Judgement(judge=judge.name, status="error", raw=str(exc)), Usage()
+        verdict = parse(out.text)
+        if not verdict.valid:
+            return Judgement(judge=judge.name, status="invalid", raw=out.text), out.usage
+        return Judgement(judge=judge.name, status="ok", verdict=verdict.label, score=verdict.score,
+                         explanation=verdict.explanation, raw=out.text), out.usage

@@ -1,0 +1,27 @@
+"""From sample records (the JSONL lines) to a task's results block: counts, invalid and error ids, metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from runner.types import TaskResult
+
+Records = Sequence[Mapping[str, Any]]
+
+
+def task_result(records: Records, metrics: Callable[[Records], dict[str, float]],
+                zero: Mapping[str, float]) -> TaskResult:
+    """Count and score a task's records.
+
+    `n` counts every sample of the task. Samples whose model call failed (status `error`) have no reply
+    to score: they are left out of the metrics, counted in `n_errors`/`error_ids`, and re-asked when the
+    run is resumed. Samples with an invalid or failed judgement (status `invalid`) stay in the metrics,
+    scored as a fail by that judge, and are listed in `invalid_ids`.
+    """
+    scored = [r for r in records if r.get("status") != "error"]
+    errors = [r["id"] for r in records if r.get("status") == "error"]
+    invalid = [r["id"] for r in scored if r.get("status") == "invalid"]
+    values = metrics(scored) if scored else dict(zero)
+    return TaskResult(n=len(records), n_invalid=len(invalid), invalid_ids=invalid, metrics=values,
+                      n_errors=len(errors), error_ids=errors)

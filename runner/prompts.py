@@ -1,0 +1,20 @@
+"""Prompt files: Jinja templates next to their task, rendered with StrictUndefined so a typo fails loudly."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+
+@lru_cache(maxsize=None)
+def _environment(directory: str) -> Any:
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(directory), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=False, autoescape=False)
+
+
+def render(directory: Path, name: str, **variables: Any) -> str:
+    """Render `directory/name` with `variables`; surrounding whitespace is stripped."""
+    return _environment(str(directory)).get_template(name).render(**variables).strip()

@@ -1,0 +1,51 @@
+"""Masking of secrets in anything the runner writes: saved config, logs, tracked config."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MASK = "***REDACTED***"
+
+# Key names that hold credentials. Matched on the last path segment, case-insensitively.
+_SECRET_KEY = re.compile(
+    r"(^|_|-)(api_?key|apikey|token|access_?token|secret|password|passwd|credentials?|auth|"
+    r"authorization|private_?key|hf_token)($|_|-)",
+    re.IGNORECASE,
+)
+# Values that look like a credential wherever they appear (a key pasted into a prompt param, a URL).
+_SECRET_VALUE = re.compile(
+    r"(sk-[A-Za-z0-9_\-]{16,}|sk-ant-[A-Za-z0-9_\-]{16,}|hf_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_\-]{30,}|"
+    r"(?i:bearer)\s+[A-Za-z0-9._\-]{16,})"
+)
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a config key names a credential (api_key, token, password, ...)."""
+    return bool(_SECRET_KEY.search(str(key)))
+
+
+def redact_text(text: str) -> str:
+    """Mask credential-looking substrings in free text (log lines, error messages)."""
+    return _SECRET_VALUE.sub(MASK, text)
+
+
+def redact(obj: Any) -> Any:
+    """Return a copy of a plain dict/list tree with every credential masked.
+
+    A secret-named key keeps a null value as null (so "no key configured" stays visible) and any
+    other value becomes the mask; strings elsewhere are scanned for credential-looking values.
+    """
+    if isinstance(obj, dict):
+        out: dict[Any, Any] = {}
+        for k, v in obj.items():
+            if is_secret_key(k) and v is not None and not isinstance(v, (dict, list)):
+                out[k] = MASK
+            else:
+                out[k] = redact(v)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [redact(v) for v in obj]
+    if isinstance(obj, str):
+        return redact_text(obj)
+    return obj

@@ -1,0 +1,75 @@
+"""Structured-config schema: Hydra validates every composed config against it, so a typo names its key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional  # noqa: UP035 - OmegaConf needs typing generics
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, OmegaConf
+
+
+@dataclass
+class ModelConfig:
+    """A litellm endpoint: the model under test, or one judge of a panel."""
+
+    name: str = MISSING
+    """Short display name, used in results and file names."""
+    model: str = MISSING
+    """A litellm model string, e.g. `openai/gpt-4o-mini`."""
+    api_base: Optional[str] = None
+    api_key: Optional[str] = None
+    """Leave null to use the provider's usual env var; else `${oc.env:VAR}` (never a literal key)."""
+    concurrency: int = 16
+    """Max requests in flight for this entry."""
+    params: Dict[str, Any] = field(default_factory=dict)
+    """Passed to the provider (temperature, max_tokens, ...)."""
+    timeout: float = 120.0
+    """Seconds per attempt."""
+    max_retries: int = 5
+    """Retries after the first attempt, for 429/5xx/timeouts/broken bodies."""
+    server: Optional[Dict[str, Any]] = None
+    """An embedded server to start for this entry (`_target_` into runner.models.local_server)."""
+
+
+@dataclass
+class JudgesConfig:
+    """A judge panel: who grades."""
+
+    panel: List[ModelConfig] = field(default_factory=list)
+
+
+@dataclass
+class CacheConfig:
+    """The persistent response cache shared by all runs."""
+
+    enabled: bool = True
+    dir: Optional[str] = None
+    """Default: `$RUNNER_CACHE_DIR`, else `$XDG_CACHE_HOME/runner`, else `~/.cache/runner`."""
+
+
+@dataclass
+class RunnerConfig:
+    """The root config composed from conf/config.yaml."""
+
+    benchmark: Any = MISSING
+    model: ModelConfig = MISSING
+    judges: JudgesConfig = MISSING
+    tracker: Any = MISSING
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    seed: int = 0
+    progress: bool = True
+    """Show rich progress bars (they turn off by themselves when stderr is not a terminal)."""
+
+
+def package_dir(relative: str) -> str:
+    """`${runner.package_dir:benchmarks/eve/sample}`: a folder shipped inside the runner package."""
+    return str(Path(__file__).resolve().parent / relative)
+
+
+def register() -> None:
+    """Make the schema and resolvers known to Hydra (idempotent); conf/config.yaml lists the schema first."""
+    ConfigStore.instance().store(name="runner_schema", node=RunnerConfig)
+    if not OmegaConf.has_resolver("runner.package_dir"):
+        OmegaConf.register_new_resolver("runner.package_dir", package_dir)

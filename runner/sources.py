@@ -1,0 +1,73 @@
+"""Rows of a task's data: local JSONL files (read line by line) or a dataset through `datasets`.
+
+The only module importing `datasets` (lazily: it takes seconds to import).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from runner.errors import DataError
+
+BAD_ROW = "__bad_row__"
+"""Key of a placeholder row whose line could not be read; the pipeline records it as an error."""
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL file; an unreadable line becomes a placeholder row so the rest still runs."""
+    rows: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                rows.append({BAD_ROW: f"{path}:{lineno}: not valid JSON ({exc.msg})"})
+                continue
+            if not isinstance(row, dict):
+                rows.append({BAD_ROW: f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}"})
+                continue
+            rows.append(row)
+    return rows
+
+
+def local_task_file(data_dir: str | Path, task: str) -> Path:
+    """`DIR/<task>.jsonl`, with a clear error when the directory or file is missing."""
+    root = Path(data_dir).expanduser()
+    if not root.is_dir():
+        raise DataError(f"benchmark.data_dir: directory '{root}' does not exist; "
+                        "point it at a folder holding <task>.jsonl files")
+    path = root / f"{task}.jsonl"
+    if not path.is_file():
+        have = sorted(p.stem for p in root.glob("*.jsonl"))
+        raise DataError(f"benchmark.data_dir: no file for task '{task}' (expected {path}); "
+                        f"files there: {', '.join(have) or 'none'}; or pick tasks with benchmark.tasks=[...]")
+    return path
+
+
+def load_rows(task: str, dataset: str | None, split: str, data_dir: str | None) -> list[dict[str, Any]]:
+    """All rows of one task, in dataset order."""
+    if data_dir:
+        return read_jsonl(local_task_file(data_dir, task))
+    if not dataset:
+        raise DataError(f"task '{task}' names no dataset; set benchmark.data_dir=DIR with {task}.jsonl")
+    return load_dataset_rows(dataset, split)
+
+
+def load_dataset_rows(dataset: str, split: str) -> list[dict[str, Any]]:
+    """Rows of a hub dataset (or a local dataset folder) through `datasets`."""
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    import datasets
+
+    try:
+        ds = datasets.load_dataset(dataset, split=split)
+    except Exception as exc:  # noqa: BLE001 - many failure types (network, auth, missing split)
+        msg = " ".join(str(exc).split())[:200]
+        raise DataError(f"could not load dataset '{dataset}' (split {split}): {type(exc).__name__}: {msg}; "
+                        "check the network and HF_TOKEN, or use benchmark.data_dir=DIR "
+                        "(or benchmark=eve_sample for the bundled sample)") from exc
+    return [dict(r) for r in ds]

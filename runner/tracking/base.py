@@ -1,0 +1,38 @@
+"""The tracker protocol every experiment tracker implements, and the tracker that logs nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class Tracker(Protocol):
+    """Receives a run's redacted config, per-task records and results, and the summary.
+
+    The pipeline calls `start` once, `log_task` once per finished task, then `finish` exactly once
+    (in a `finally`, with `failed=True` when the run raised).
+    """
+
+    def start(self, *, run_dir: Path, name: str, config: dict[str, Any], group: str | None,
+              tags: list[str]) -> None:
+        """Open the run. `config` is already redacted."""
+
+    def log_task(self, task: str, records: list[dict[str, Any]], result: dict[str, Any]) -> None:
+        """Log one task: its `results.json` block and its sample records (dicts as in the JSONL)."""
+
+    def finish(self, summary: dict[str, Any], *, failed: bool) -> None:
+        """Log the run summary and close the run."""
+
+
+class NullTracker:
+    """`tracker=none`: logs nothing."""
+
+    def start(self, *, run_dir: Path, name: str, config: dict[str, Any], group: str | None,
+              tags: list[str]) -> None:
+        """Do nothing."""
+
+    def log_task(self, task: str, records: list[dict[str, Any]], result: dict[str, Any]) -> None:
+        """Do nothing."""
+
+    def finish(self, summary: dict[str, Any], *, failed: bool) -> None:
+        """Do nothing."""

@@ -1,0 +1,207 @@
+"""Log an evaluation run to Weights & Biases; the only module in the project that imports wandb."""
+
+from __future__ import annotations
+
+import json
+import logging
+import netrc
+import os
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+log = logging.getLogger("runner.tracking")
+
+_MODES = ("auto", "online", "offline", "disabled")
+_PROMPT_CHARS = 4000
+
+
+def resolve_mode(mode: str) -> str:
+    """The wandb mode to run in: WANDB_MODE wins, then an explicit mode, then login detection.
+
+    "auto" means online only when credentials are already on this machine, so a fresh checkout
+    never prompts for a login or blocks on the network; no network call is made to decide.
+    """
+    env_mode = os.environ.get("WANDB_MODE", "").strip()
+    if env_mode:
+        return env_mode
+    if mode != "auto":
+        return mode
+    return "online" if _logged_in() else "offline"
+
+
+def _logged_in() -> bool:
+    """True when WANDB_API_KEY is set or the netrc file has an entry for the W&B API host."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    host = urlparse(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").hostname
+    path = Path(os.environ.get("NETRC") or Path.home() / ".netrc")
+    try:
+        # Passing the path explicitly skips netrc's ownership check, which would otherwise
+        # reject a readable-but-loose file and make a logged-in user look logged out.
+        return bool(path.is_file() and host and netrc.netrc(str(path)).authenticators(host))
+    except (OSError, netrc.NetrcParseError):
+        return False
+
+
+def render_prompt(prompt: Any) -> str:
+    """Chat messages as "role: content" blocks separated by blank lines; anything else as text."""
+    if isinstance(prompt, list) and all(isinstance(m, dict) and "role" in m for m in prompt):
+        text = "\n\n".join(f"{m['role']}: {_text(m.get('content'))}" for m in prompt)
+    else:
+        text = _text(prompt)
+    return text[:_PROMPT_CHARS]
+
+
+def _text(value: Any) -> str:
+    """Strings unchanged, None as "", everything else as JSON (readable, and one column type)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def table_columns_and_rows(records: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """The samples table: fixed columns, then verdict/explanation per judge in first-seen order.
+
+    Every cell is a string (or None) because wandb.Table infers one type per column and rejects
+    a later row of another type, and fields such as `answer` or `id` vary between tasks.
+    """
+    judges: list[str] = []
+    for rec in records:
+        for j in rec.get("judgements") or []:
+            if j.get("judge") not in judges:
+                judges.append(j.get("judge"))
+    columns = ["id", "prompt", "reference", "response", "answer", "status", "error", "scores"]
+    columns += [f"{name}/{part}" for name in judges for part in ("verdict", "explanation")]
+    rows = []
+    for rec in records:
+        by_judge = {j.get("judge"): j for j in rec.get("judgements") or []}
+        row = [_text(rec.get("id")), render_prompt(rec.get("prompt")), _text(rec.get("reference")),
+               rec.get("response"), None if rec.get("answer") is None else _text(rec.get("answer")),
+               rec.get("status"), rec.get("error"), _text(rec.get("scores") or {})]
+        for name in judges:
+            j = by_judge.get(name)
+            if j is None:
+                row += [None, None]
+            elif j.get("status") == "ok":
+                row += [_text(j.get("verdict")) or None, j.get("explanation") or ""]
+            else:  # an invalid or failed judgement: show why, and the raw reply that did not parse
+                row += [j.get("status"), j.get("raw") or ""]
+        rows.append(row)
+    return columns, rows
+
+
+def flatten_scalars(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dict -> {"a/b/c": scalar}; keeps JSON scalars only and drops None."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten_scalars(value, f"{name}/"))
+        elif isinstance(value, (str, int, float, bool)):
+            flat[name] = value
+    return flat
+
+
+class WandbTracker:
+    """`tracker=wandb`: one W&B run per evaluation run, offline unless the user is logged in."""
+
+    def __init__(self, project: str = "runner", entity: str | None = None, mode: str = "auto",
+                 tags: list[str] | None = None, table_rows: int = 1000, log_artifact: bool = True,
+                 dir: str | None = None) -> None:
+        if mode not in _MODES:
+            raise ValueError(f"wandb mode must be one of {_MODES}, got {mode!r}")
+        self.project = project
+        self.entity = entity
+        self.mode = mode
+        self.tags = list(tags or [])
+        self.table_rows = table_rows
+        self.log_artifact = log_artifact
+        self.dir = dir
+        self._run: Any = None
+        self._run_dir: Path | None = None
+
+    def start(self, *, run_dir: Path, name: str, config: dict[str, Any], group: str | None,
+              tags: list[str]) -> None:
+        """Open the W&B run. Errors propagate: a misconfigured tracker should stop the run early."""
+        import wandb  # lazily: importing wandb takes over a second
+
+        self._run_dir = Path(run_dir)
+        # wandb needs an existing absolute directory (a relative or missing one makes its git
+        # probe print a warning) and puts its `wandb/` folder inside it.
+        wandb_root = Path(self.dir or run_dir).expanduser().resolve()
+        wandb_root.mkdir(parents=True, exist_ok=True)
+        all_tags = list(dict.fromkeys([*self.tags, *tags]))  # dedupe, keep order
+        self._run = wandb.init(
+            project=self.project, entity=self.entity, name=name, group=group, tags=all_tags,
+            config=config, dir=str(wandb_root), mode=resolve_mode(self.mode),
+            # Hydra multiruns run jobs one after another in this process: always start a fresh
+            # run, closing any run a previous job failed to finish instead of returning it.
+            reinit="finish_previous",
+            # Progress goes through `logging`; wandb's banners and console capture would be noise.
+            # x_disable_meta: wandb's metadata record stores sys.argv verbatim (and the git remote
+            # URL), so an API key passed as a Hydra override would bypass the config redaction.
+            settings=wandb.Settings(silent=True, console="off", x_disable_meta=True),
+        )
+        if self._run.settings.mode == "online":
+            log.info("W&B run: %s", self._run.url)
+
+    def log_task(self, task: str, records: list[dict[str, Any]], result: dict[str, Any]) -> None:
+        """Log a task's metrics and counts under "<task>/..." and its first samples as a table."""
+        if self._run is None:
+            return
+        try:
+            import wandb
+
+            values: dict[str, Any] = {
+                f"{task}/{k}": v for k, v in (result.get("metrics") or {}).items()
+                if isinstance(v, (int, float))}
+            for count in ("n", "n_invalid", "n_errors"):
+                if isinstance(result.get(count), int):
+                    values[f"{task}/{count}"] = result[count]
+            columns, rows = table_columns_and_rows(records[: self.table_rows])
+            table = wandb.Table(columns=columns, data=rows, allow_mixed_types=True)
+            self._run.log({**values, f"samples/{task}": table})
+            self._run.summary.update(values)
+        except Exception as exc:  # the results are on disk already; a tracking hiccup must not
+            log.warning("W&B: could not log task %s: %s", task, exc)  # abort the remaining tasks
+
+    def finish(self, summary: dict[str, Any], *, failed: bool) -> None:
+        """Log the summary and the result files, then close the run. Never raises."""
+        run, self._run = self._run, None  # a second call, or one after a failed start, is a no-op
+        if run is None:
+            return
+        try:
+            run.summary.update(flatten_scalars(summary))
+            if self.log_artifact and self._run_dir is not None:
+                self._upload_results(run, self._run_dir)
+        except Exception as exc:
+            log.warning("W&B: could not log the run summary or results: %s", exc)
+        try:
+            run.finish(exit_code=1 if failed else 0)
+        except Exception as exc:
+            log.warning("W&B: could not finish the run: %s", exc)
+            return
+        if run.settings.mode in ("offline", "dryrun"):  # "dryrun" is wandb's old name for offline
+            sync_dir = run.settings.sync_dir
+            log.info("W&B offline run saved in %s; upload it with: wandb sync %s",
+                     sync_dir, sync_dir)
+
+    @staticmethod
+    def _upload_results(run: Any, run_dir: Path) -> None:
+        """Attach results.json and samples/*.jsonl (if present) as one eval-results artifact."""
+        import wandb
+
+        files = [p for p in [run_dir / "results.json", *sorted(run_dir.glob("samples/*.jsonl"))]
+                 if p.is_file()]
+        if not files:
+            return
+        # Artifact names allow only letters, digits, "-", "_" and "."; the run id keeps it unique.
+        artifact = wandb.Artifact(re.sub(r"[^\w.-]", "-", f"eval-results-{run.id}"),
+                                  type="eval-results")
+        for path in files:
+            artifact.add_file(str(path), name=str(path.relative_to(run_dir)))
+        run.log_artifact(artifact)

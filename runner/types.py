@@ -1,0 +1,124 @@
+"""Core value types shared by benchmarks, tasks, judges, the pipeline and the trackers."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Status = Literal["ok", "invalid", "error"]
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One item of a task, as the task will ask it."""
+
+    id: Any
+    """The dataset's own id (`id`, `uuid`, `qid`, ...) where rows have one, else the 0-based row index."""
+    input: str
+    """The question or instruction."""
+    target: Any
+    """The reference: a letter, a list of letters, a text or a boolean, depending on the task."""
+    choices: tuple[str, ...] = ()
+    """Option texts in dataset order; labelled A, B, C, ... in prompts."""
+    context: tuple[str, ...] = ()
+    """Documents shown with the question (RAG-style tasks)."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Anything else a task needs from the row (never shown unless the task says so)."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token and cost accounting of one call; cache hits cost nothing."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    cached: bool = False
+    retries: int = 0
+
+
+@dataclass(frozen=True)
+class ModelOutput:
+    """What one chat completion returned."""
+
+    text: str
+    """The assistant message content ('' when the model said nothing)."""
+    model: str
+    """The served model id the provider reported."""
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One judge's verdict on one sample."""
+
+    judge: str
+    """The judge entry's `name`."""
+    status: Status
+    """`ok` when the reply parsed, `invalid` when it did not, `error` when the call failed after retries."""
+    verdict: str | None = None
+    """The parsed label (`correct`, `incorrect`, `yes`, `A`, ...); None unless status is ok."""
+    score: float | None = None
+    """1.0 pass / 0.0 fail for binary rubrics; None unless status is ok."""
+    explanation: str = ""
+    raw: str = ""
+    """The judge's raw reply (or the error text), kept so nothing is lost."""
+
+    @property
+    def passed(self) -> float:
+        """The value metrics use: invalid and failed judgements count as a fail, as in the seeds."""
+        return self.score if self.status == "ok" and self.score is not None else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form for the samples file."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Judgement:
+        """Inverse of `to_dict`."""
+        return cls(**{k: d.get(k) for k in ("judge", "status", "verdict", "score")},
+                   explanation=d.get("explanation") or "", raw=d.get("raw") or "")
+
+
+@dataclass
+class SampleRecord:
+    """One line of `samples/<task>.jsonl`; every metric is recomputable from these lines alone."""
+
+    id: Any
+    task: str
+    prompt: Any
+    """The messages sent to the model under test (or the instruction for judged-only runs)."""
+    reference: Any
+    response: str | None = None
+    answer: Any = None
+    """What the task read from the response (a letter, a set of letters, ...); None if nothing."""
+    judgements: list[dict[str, Any]] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+    status: Status = "ok"
+    """`ok`; `invalid` when a judge reply was invalid or a judge call failed; `error` when the sample failed."""
+    error: str | None = None
+    model: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    """Per-role accounting: {"model": {...}, "judges": {name: {...}}}."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+@dataclass
+class TaskResult:
+    """The per-task block of `results.json`."""
+
+    n: int
+    n_invalid: int
+    invalid_ids: list[Any]
+    metrics: dict[str, float]
+    n_errors: int = 0
+    error_ids: list[Any] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form with the contract's keys first."""
+        return asdict(self)

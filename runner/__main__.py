@@ -11,8 +11,26 @@ from typing import Any
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
 
+# Read before main() sets HYDRA_FULL_ERROR for its own use: did the *user* ask for tracebacks?
+_DEBUG = bool(os.environ.get("RUNNER_DEBUG") or os.environ.get("HYDRA_FULL_ERROR"))
+
+
 def _debug() -> bool:
-    return bool(os.environ.get("RUNNER_DEBUG") or os.environ.get("HYDRA_FULL_ERROR"))
+    return _DEBUG
+
+
+def _one_line(exc: BaseException) -> str:
+    """Hydra and OmegaConf errors span several lines (and a cause); fold them into one."""
+    parts: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None:
+        for line in str(seen).splitlines():
+            line = line.strip()
+            if line and "HYDRA_FULL_ERROR" not in line and not line.startswith(("reference_type", "object_type")) \
+                    and line not in parts:
+                parts.append(line)
+        seen = seen.__cause__
+    return "; ".join(parts) or type(exc).__name__
 
 
 def _fail(message: str, code: int) -> None:
@@ -94,18 +112,26 @@ def main() -> None:
 
     prewarm()
     import hydra
+    from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
     from runner.schema import register
 
     register()
     app = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")(_job)
+    # Make Hydra raise instead of printing its multi-line report, so we can print one line.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         app()
-    except OmegaConfBaseException as exc:
+    except (HydraException, OmegaConfBaseException) as exc:
         if _debug():
             raise
-        _fail(f"config: {exc}".replace("\n", "; "), 2)
+        _fail(f"config: {_one_line(exc)}", 2)
+    except Exception as exc:  # noqa: BLE001 - a bug: say so in one line; RUNNER_DEBUG=1 shows the traceback
+        if _debug():
+            raise
+        _fail(f"internal error: {type(exc).__name__}: {_one_line(exc)} (run with RUNNER_DEBUG=1 for the "
+              "traceback, and please report it)", 1)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ class ModelConfig:
     """Seconds per attempt."""
     max_retries: int = 5
     """Retries after the first attempt, for 429/5xx/timeouts/broken bodies."""
+    backoff: float = 1.0
+    """Seconds before the first retry; doubles each retry (with jitter), unless Retry-After says otherwise."""
     server: Optional[Dict[str, Any]] = None
     """An embedded server to start for this entry (`_target_` into runner.models.local_server)."""
 

@@ -84,7 +84,8 @@ class Task:
         raise NotImplementedError
 
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
-        """Metrics from the sample records alone (records with status `error` included, as failures)."""
+        """Metrics from the sample records alone (records with status `error` are left out of the metrics
+        and counted in n_errors/error_ids; see runner.metrics.records.task_result)."""
         raise NotImplementedError
 
 

@@ -7,7 +7,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 
 
@@ -32,20 +31,17 @@ def find_json_object(text: str | None) -> dict[str, Any] | None:
     """The last JSON object in a reply: bare, inside a ```json fence, or with prose around it."""
     if not text:
         return None
-    text = _THINK.sub("", text)
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for chunk in candidates:
-        chunk = chunk.strip()
-        try:
-            obj = json.loads(chunk)
-            if isinstance(obj, dict):
-                return obj
-        except ValueError:
-            pass
-        found = _scan_objects(chunk)
-        if found:
-            return found[-1]  # a reply that restates the schema first and then answers: take the answer
-    return None
+    text = _THINK.sub("", text).strip()
+    try:
+        obj = json.loads(text)
+        if isinstance(obj, dict):
+            return obj
+    except ValueError:
+        pass
+    # The scan also finds objects inside ```json fences; the last one is the judge's final word
+    # (a reply may restate the format first, or change its mind).
+    found = _scan_objects(text)
+    return found[-1] if found else None
 
 
 def _scan_objects(text: str) -> list[dict[str, Any]]:

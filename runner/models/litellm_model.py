@@ -92,6 +92,13 @@ def _classify(exc: BaseException, litellm: Any) -> str:
     return "retry"
 
 
+def _unreachable(exc: BaseException, litellm: Any) -> bool:
+    """Nothing answered at all (refused, DNS): litellm reports it as APIConnectionError or as a 500."""
+    if isinstance(exc, litellm.Timeout):
+        return False
+    return isinstance(exc, litellm.APIConnectionError) or "Connection error" in str(exc)
+
+
 @dataclass
 class Stats:
     """Accounting for one endpoint over a run."""
@@ -205,8 +212,7 @@ class Endpoint:
                 await asyncio.sleep(delay)
         self.stats.failures += 1
         assert last is not None
-        if self.stats.successes == 0 and isinstance(last, litellm.APIConnectionError) \
-                and not isinstance(last, litellm.Timeout):
+        if self.stats.successes == 0 and _unreachable(last, litellm):
             raise EndpointError(self._describe(last) + "; is the server running and the address right?")
         raise CallError(self._describe(last), attempts=attempt + 1)
 

@@ -1,0 +1,108 @@
+"""The real command line: resume after a killed run, secrets kept off disk, one-line errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import EVE_SAMPLE, ROOT, fake_model_overrides, read_jsonl, write_jsonl
+
+SECRET = "sk-testsecretDONOTLEAK1234567890abcdef"
+
+
+def cli(args: list[str], env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    """The error line; the contract wants exactly one, and no traceback."""
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def base_args(url: str, run_dir: Path) -> list[str]:
+    return fake_model_overrides(url) + [f"benchmark.data_dir={EVE_SAMPLE}", "tracker=none", "cache.enabled=false",
+                                        f"hydra.run.dir={run_dir}"]
+
+
+def test_killed_run_resumes_without_re_asking_finished_samples(fake_llm, tmp_path):
+    fake_llm.default = "Answer: B"
+    fake_llm.latency = 0.3
+    run_dir = tmp_path / "run"
+    args = base_args(fake_llm.base_url, run_dir) + ["benchmark.tasks=[hallucination_detection]",
+                                                    "model.concurrency=2"]
+    proc = subprocess.Popen([sys.executable, "-m", "runner", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    samples = run_dir / "samples" / "hallucination_detection.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and (not samples.exists() or len(read_jsonl(samples)) < 4):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    done = {r["id"] for r in read_jsonl(samples)}
+    assert 4 <= len(done) < 16
+
+    fake_llm.reset()
+    fake_llm.latency = 0.0
+    finished = cli(args)
+    assert finished.returncode == 0, finished.stderr
+    asked_again = fake_llm.count
+    assert asked_again == 16 - len(done), "finished samples must not be re-asked"
+    records = read_jsonl(samples)
+    assert sorted(r["id"] for r in records) == list(range(16))  # each sample exactly once
+    assert (run_dir / "results.json").exists()
+
+
+def test_secrets_never_reach_the_run_dir_or_wandb(fake_llm, tmp_path):
+    fake_llm.default = "Answer: B"
+    run_dir = tmp_path / "run"
+    args = [a for a in base_args(fake_llm.base_url, run_dir) if a != "tracker=none"] + [
+        "tracker=wandb", f"model.api_key={SECRET}", "judges.panel.0.api_key=${oc.env:JUDGE_KEY}",
+        "benchmark.tasks=[mcqa_single_answer,open_ended]", "benchmark.limit=2"]
+    proc = cli(args, env={"JUDGE_KEY": SECRET + "judge", "WANDB_MODE": "offline"})
+    assert proc.returncode == 0, proc.stderr
+    assert list(run_dir.glob("wandb/offline-run-*")), "the W&B run must be saved offline"
+    leaked = [p for p in run_dir.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert leaked == []
+    assert SECRET not in proc.stdout + proc.stderr
+    assert "***REDACTED***" in (run_dir / ".hydra" / "config.yaml").read_text()
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["benchmark.data_dir=/nonexistent/dir"], "benchmark.data_dir"),
+    (["benchmark.tasks=[mcqa_single]"], "did you mean 'mcqa_single_answer'"),
+    (["model.concurency=3"], "concurency"),
+    (["benchmark=nosuchbenchmark"], "nosuchbenchmark"),
+])
+def test_bad_input_gives_one_clear_line_and_nonzero_exit(tmp_path, extra, expected):
+    proc = cli(base_args("http://127.0.0.1:9/v1", tmp_path / "run") + extra)
+    assert expected in one_line_error(proc)
+
+
+def test_missing_task_file_names_the_file_and_what_is_there(tmp_path):
+    write_jsonl(tmp_path / "data" / "open_ended.jsonl", [{"Question": "q", "Answer": "a"}])
+    proc = cli(base_args("http://127.0.0.1:9/v1", tmp_path / "run") +
+               [f"benchmark.data_dir={tmp_path / 'data'}", "benchmark.tasks=[mcqa_single_answer]"])
+    line = one_line_error(proc)
+    assert "mcqa_single_answer.jsonl" in line and "open_ended" in line
+
+
+def test_unreachable_endpoint_stops_the_run_with_one_line(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = cli(base_args(f"http://127.0.0.1:{port}/v1", tmp_path / "run") +
+               ["benchmark.tasks=[mcqa_single_answer]", "model.max_retries=1", "model.backoff=0.01"])
+    line = one_line_error(proc)
+    assert f"127.0.0.1:{port}" in line and "fake-model" in line

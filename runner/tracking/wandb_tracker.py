@@ -127,6 +127,8 @@ class WandbTracker:
     def start(self, *, run_dir: Path, name: str, config: dict[str, Any], group: str | None,
               tags: list[str]) -> None:
         """Open the W&B run. Errors propagate: a misconfigured tracker should stop the run early."""
+        # wandb advertises Weave when it sees litellm loaded; the runner logs its own samples table.
+        os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
         import wandb  # lazily: importing wandb takes over a second
 
         self._run_dir = Path(run_dir)

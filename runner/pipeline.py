@@ -13,7 +13,7 @@ from typing import Any
 from runner.benchmarks.base import Context, Loaded, Task
 from runner.build import Built
 from runner.display import Display
-from runner.errors import CallError, RunnerError
+from runner.errors import CallError, ConfigError, RunnerError
 from runner.redact import redact_text
 from runner.tracking.local import SampleStore, latest, record_key, write_json
 from runner.types import Sample, SampleRecord, TaskResult
@@ -59,7 +59,9 @@ def plan(built: Built, store: SampleStore) -> tuple[dict[str, Loaded], list[_Job
     for task in built.tasks:
         data = built.benchmark.load(task)
         loaded[task.name] = data
-        done = {k for k, r in store.load(task.name).items() if r.get("status") != "error"}
+        existing = store.load(task.name)
+        _check_same_model(existing.values(), model, store.path(task.name))
+        done = {k for k, r in existing.items() if r.get("status") != "error"}
         for bad_id, reason in data.bad:
             if record_key(bad_id) not in done:
                 store.append(error_record(task, bad_id, None, None, reason, model))
@@ -67,6 +69,14 @@ def plan(built: Built, store: SampleStore) -> tuple[dict[str, Loaded], list[_Job
         kept[task.name] = len(data.samples) - len(todo)
         jobs.extend(_Job(task, data, s) for s in todo)
     return loaded, jobs, kept
+
+
+def _check_same_model(records: Any, model: str | None, path: Path) -> None:
+    """Resuming into a run dir written for another model would mix two models' answers."""
+    others = {r.get("model") for r in records if r.get("model") and r.get("model") != model}
+    if others:
+        raise ConfigError(f"{path} holds samples of model {', '.join(sorted(others))}, not {model}; "
+                          "resume with the same model, or choose a new hydra.run.dir")
 
 
 async def execute(built: Built, run_dir: Path, *, seed: int = 0, show_progress: bool = True

@@ -203,3 +203,14 @@ def test_bad_rows_are_recorded_as_errors_and_the_rest_is_scored(fake_llm, tmp_pa
     errors = {r["id"]: r["error"] for r in read_jsonl(tmp_path / "r" / "samples" / "mcqa_single_answer.jsonl")
               if r["status"] == "error"}
     assert "Choices" in errors[3] and "not valid JSON" in errors[5]
+
+
+def test_resuming_a_run_dir_with_another_model_is_refused(fake_llm, tmp_path):
+    from runner.errors import ConfigError
+
+    fake_llm.default = scripted_reply
+    overrides = eve_overrides(fake_llm.base_url, tmp_path / "r", None) + [
+        "benchmark.tasks=[mcqa_single_answer]", "benchmark.limit=2"]
+    run_in_process(overrides, tmp_path / "r")
+    with pytest.raises(ConfigError, match="holds samples of model fake-model, not other-model"):
+        run_in_process(overrides + ["model.name=other-model"], tmp_path / "r")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -59,7 +60,11 @@ def test_killed_run_resumes_without_re_asking_finished_samples(fake_llm, tmp_pat
     assert asked_again == 16 - len(done), "finished samples must not be re-asked"
     records = read_jsonl(samples)
     assert sorted(r["id"] for r in records) == list(range(16))  # each sample exactly once
-    assert (run_dir / "results.json").exists()
+    results = json.loads((run_dir / "results.json").read_text())
+    rescored = subprocess.run([sys.executable, "-m", "runner.rescore", str(run_dir)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+    assert rescored.returncode == 0, rescored.stderr
+    assert json.loads(rescored.stdout) == results["tasks"]
 
 
 def test_secrets_never_reach_the_run_dir_or_wandb(fake_llm, tmp_path):

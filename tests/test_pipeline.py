@@ -91,6 +91,11 @@ def test_every_eve_task_end_to_end_matches_metrics_computed_from_the_data(fake_l
     assert tasks["refusal"]["metrics"]["judge_voting"] == 1.0
     assert tasks["refusal"]["n_invalid"] == 0 and tasks["open_ended_w_context"]["n_invalid"] == 0
 
+    # Every metric is recomputable from the samples files alone.
+    from runner.rescore import rescore
+
+    assert rescore(tmp_path / "run") == tasks
+
     # The samples file carries everything the contract lists, per sample.
     rec = read_jsonl(tmp_path / "run" / "samples" / "open_ended.jsonl")[0]
     assert {"id", "prompt", "response", "reference", "judgements", "scores"} <= set(rec)

@@ -1,0 +1,64 @@
+"""`python -m runner.rescore RUN_DIR`: recompute every task's metrics from the samples files alone.
+
+Useful after editing records by hand, after a crash before results.json was written, or to check a
+results file. Reads the run's saved config (for the task classes) and `samples/<task>.jsonl`; sends
+no request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from runner.build import instantiate
+from runner.errors import RunnerError
+from runner.schema import register
+from runner.tracking.local import SampleStore, latest, write_json
+
+
+def rescore(run_dir: Path) -> dict[str, Any]:
+    """Per-task results blocks recomputed from the run's samples files."""
+    register()
+    saved, results = run_dir / ".hydra" / "config.yaml", run_dir / "results.json"
+    if saved.exists():
+        cfg = OmegaConf.load(saved)
+    elif results.exists():  # runs started from Python (not the CLI) have no .hydra folder
+        cfg = OmegaConf.create(json.loads(results.read_text(encoding="utf-8"))["config"])
+    else:
+        raise RunnerError(f"neither {saved} nor {results} exists; RUN_DIR must be a runner run directory")
+    benchmark = instantiate(cfg.benchmark, "benchmark")
+    store = SampleStore(run_dir)
+    out: dict[str, Any] = {}
+    for task in benchmark.build_tasks():
+        if store.path(task.name).exists():
+            out[task.name] = task.aggregate(latest(store.load(task.name).values())).to_dict()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point: print the recomputed blocks; --write updates results.json."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--write", action="store_true", help="replace the tasks block of results.json")
+    args = parser.parse_args(argv)
+    try:
+        tasks = rescore(args.run_dir)
+    except RunnerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.write:
+        path = args.run_dir / "results.json"
+        results = json.loads(path.read_text()) if path.exists() else {}
+        results["tasks"] = tasks
+        write_json(path, results)
+    print(json.dumps(tasks, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -5,10 +5,12 @@ The only module importing rich.
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+log = logging.getLogger("runner")
 
 class Display:
     """Rich progress bars on a terminal; nothing but the final table otherwise."""
@@ -22,6 +24,7 @@ class Display:
         self._progress: Any = None
         self._bars: dict[str, Any] = {}
         self._errors: dict[str, int] = {}
+        self._counts: dict[str, list[int]] = {}
 
     def __enter__(self) -> Display:
         if self.enabled:
@@ -45,6 +48,9 @@ class Display:
     def add_task(self, name: str, total: int, done: int) -> None:
         """A bar for one task; `done` counts samples kept from an earlier run (resume)."""
         self._errors[name] = 0
+        self._counts[name] = [done, total]
+        if done:
+            log.info("%s: %d of %d samples kept from an earlier run", name, done, total)
         if self._progress is not None:
             self._bars[name] = self._progress.add_task(name, total=total, completed=done, rate="",
                                                        retries=self._retries(), errors=0)
@@ -53,6 +59,11 @@ class Display:
         """One sample of `name` finished."""
         if error:
             self._errors[name] = self._errors.get(name, 0) + 1
+        count = self._counts.setdefault(name, [0, 0])
+        count[0] += 1
+        if self._progress is None and count[0] == count[1]:  # no bars (a log file): one line per task
+            log.info("%s: %d/%d samples done, %d error(s), %d retries so far", name, count[0], count[1],
+                     self._errors[name], self._retries())
         if self._progress is not None:
             bar = self._bars[name]
             self._progress.advance(bar)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import subprocess
 import sys
@@ -69,8 +68,8 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None) -> dict[str
                [f"judge:{n}" for n in built.panel.names]
         tracker.start(run_dir=run_dir, name=f"{built.benchmark.name}-{model_name}", config=config,
                       group=group, tags=tags)
-        task_results = asyncio.run(execute(built, run_dir, seed=int(cfg.seed),
-                                           show_progress=bool(cfg.progress)))
+        task_results, records = asyncio.run(execute(built, run_dir, seed=int(cfg.seed),
+                                                    show_progress=bool(cfg.progress)))
         summary = built.benchmark.summary(built.tasks, task_results)
         results = {
             "benchmark": built.benchmark.name,
@@ -86,8 +85,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None) -> dict[str
         }
         write_json(run_dir / "results.json", results)
         for name, block in results["tasks"].items():
-            records = _read_records(run_dir / "samples" / f"{name}.jsonl")
-            tracker.log_task(name, records, block)
+            tracker.log_task(name, records[name], block)
         failed = False
     finally:
         try:
@@ -99,13 +97,6 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None) -> dict[str
     Display(enabled=False).table(results)
     _report_problems(results)
     return results
-
-
-def _read_records(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
 
 
 def _report_problems(results: dict[str, Any]) -> None:

@@ -80,8 +80,11 @@ def _check_same_model(records: Any, model: str | None, path: Path) -> None:
 
 
 async def execute(built: Built, run_dir: Path, *, seed: int = 0, show_progress: bool = True
-                  ) -> dict[str, TaskResult]:
-    """Ask and score every pending sample, append each record as it finishes, and aggregate."""
+                  ) -> tuple[dict[str, TaskResult], dict[str, list[dict[str, Any]]]]:
+    """Ask and score every pending sample, append each record as it finishes, and aggregate.
+
+    Returns each task's results block and its records (as on disk).
+    """
     store = SampleStore(run_dir)
     ctx = Context(model=built.model, panel=built.panel, seed=seed, run_dir=run_dir)
     try:
@@ -95,7 +98,13 @@ async def execute(built: Built, run_dir: Path, *, seed: int = 0, show_progress: 
             await _run_jobs(jobs, ctx, store, display)
     finally:
         store.close()
-    return {task.name: aggregate(task, loaded[task.name], store) for task in built.tasks}
+    results: dict[str, TaskResult] = {}
+    records: dict[str, list[dict[str, Any]]] = {}
+    for task in built.tasks:
+        records[task.name] = _records_of(task, loaded[task.name], store)
+        results[task.name] = task.aggregate(records[task.name])
+        task.finalize(records[task.name], results[task.name], run_dir)
+    return results, records
 
 
 async def _run_jobs(jobs: Sequence[_Job], ctx: Context, store: SampleStore, display: Display) -> None:
@@ -128,11 +137,10 @@ async def _run_jobs(jobs: Sequence[_Job], ctx: Context, store: SampleStore, disp
         raise
 
 
-def aggregate(task: Task, data: Loaded, store: SampleStore) -> TaskResult:
-    """The task's results from the samples file, restricted to this run's samples."""
+def _records_of(task: Task, data: Loaded, store: SampleStore) -> list[dict[str, Any]]:
+    """The task's records from its samples file, restricted to this run's samples."""
     wanted = {record_key(s.id) for s in data.samples} | {record_key(b[0]) for b in data.bad}
-    records = [r for r in latest(store.load(task.name).values()) if record_key(r["id"]) in wanted]
-    return task.aggregate(records)
+    return [r for r in latest(store.load(task.name).values()) if record_key(r["id"]) in wanted]
 
 
 def usage_summary(built: Built) -> dict[str, Any]:

@@ -83,6 +83,9 @@ class Task:
         """Ask and score one sample. Call failures propagate; the pipeline records them as errors."""
         raise NotImplementedError
 
+    def finalize(self, records: Sequence[Mapping[str, Any]], result: TaskResult, run_dir: Path) -> None:
+        """After aggregation: write any benchmark-specific files (default: nothing)."""
+
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
         """Metrics from the sample records alone (records with status `error` are left out of the metrics
         and counted in n_errors/error_ids; see runner.metrics.records.task_result)."""

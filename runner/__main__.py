@@ -107,10 +107,8 @@ def _job(cfg: Any) -> None:
 
 def main() -> None:
     """Console entry point."""
-    # Start importing litellm now: it takes seconds and nothing before the first request needs it.
-    from runner.models.litellm_model import prewarm
-
-    prewarm()
+    # litellm (seconds to import) is imported on the first request that misses the cache, in a thread:
+    # starting it here competes with config composition for the GIL (bench/bench_mcq.py measured it).
     import hydra
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException

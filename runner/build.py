@@ -99,20 +99,14 @@ def build(cfg: DictConfig, run_dir: Path, *, start_servers: bool = True) -> Buil
                                                           for i, e in enumerate(judge_entries)]:
             if entry and entry.get("server"):
                 _attach_server(entry, where, servers, stack, run_dir, start_servers)
-        model = _endpoint(model_entry, cache) if model_entry else None
-        panel = Panel([_endpoint(e, cache) for e in judge_entries])
+        model = endpoint_from_config(model_entry, cache) if model_entry else None
+        panel = Panel([endpoint_from_config(e, cache) for e in judge_entries])
         tracker = instantiate(cfg.tracker, "tracker")
     except BaseException:
         stack.close()
         raise
     return Built(benchmark=benchmark, tasks=tasks, model=model, panel=panel, tracker=tracker,
                  cache=cache, stack=stack)
-
-
-def _endpoint(entry: dict[str, Any], cache: ResponseCache | None) -> Endpoint:
-    endpoint = endpoint_from_config(entry, cache)
-    endpoint.backoff_base = float(entry.get("backoff", 1.0))
-    return endpoint
 
 
 def _attach_server(entry: dict[str, Any], where: str, servers: dict[Any, LocalServer], stack: ExitStack,

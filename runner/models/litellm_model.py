@@ -67,9 +67,7 @@ def _import_litellm() -> Any:
             litellm.callbacks = []
             litellm.success_callback = []
             litellm.failure_callback = []
-            # True would make litellm deep-copy and redact every request and reply for a logging
-            # payload; no callback is registered, so nothing is logged either way.
-            litellm.turn_off_message_logging = False
+            litellm.turn_off_message_logging = True
             _skip_unobserved_logging(litellm)
             logging.getLogger("LiteLLM").setLevel(logging.WARNING)
             _litellm = litellm
@@ -134,20 +132,6 @@ async def _litellm_ready() -> Any:
     if _litellm is not None:
         return _litellm
     return await asyncio.wrap_future(_start_import())
-
-
-def prewarm(background: bool = False) -> None:
-    """Get ready for the litellm import; with `background=True` start it in a thread right away.
-
-    By default litellm is imported when the first request misses the response cache, so a fully
-    cached re-run never imports it. Importing it in the background from start-up was measured to be
-    slower on a 2-core machine, not faster: the import is ~3.5 s of CPU-bound Python that only
-    competes for the GIL with config composition and data loading (first request 4.5-5.1 s after
-    start vs 4.2-4.4 s on demand; a cached 1000-sample re-run 2.4-2.8 s vs 1.1 s; bench/bench_mcq.py).
-    Use `background=True` where the caller knows requests will be sent and mostly waits on I/O.
-    """
-    if background and _litellm is None:
-        _start_import()
 
 
 def _header(headers: Any, name: str) -> Any:

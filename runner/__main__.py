@@ -88,21 +88,34 @@ def _job(cfg: Any) -> None:
         handler.addFilter(_RedactingFilter())
     _redact_saved_config(run_dir)
     multirun = hc.mode == RunMode.MULTIRUN
+    (run_dir / "error.txt").unlink(missing_ok=True)  # a resumed job starts with a clean slate
     try:
         from runner.app import run
+        from runner.report import sweep_group
 
-        run(cfg, run_dir, group=Path(hc.sweep.dir).name if multirun else None)
-    except RunnerError as exc:
-        if _debug():
-            raise
-        if multirun:  # one failed job must not stop the sweep; it says why and the sweep goes on
-            logging.getLogger("runner").error("job %s failed: %s", hc.job.num, exc)
-            (run_dir / "error.txt").write_text(f"{exc}\n", encoding="utf-8")
-            return
-        _fail(str(exc), exc.exit_code)
+        run(cfg, run_dir, group=sweep_group(hc.sweep.dir) if multirun else None)
     except KeyboardInterrupt:
         _fail("interrupted; finished samples are saved; re-run with "
               f"hydra.run.dir={run_dir} to resume", 130)
+    except Exception as exc:  # noqa: BLE001 - sorted below: one line, and a sweep goes on
+        if _debug():
+            raise
+        text = str(exc) if isinstance(exc, RunnerError) else f"internal error: {type(exc).__name__}: {exc}"
+        if multirun:  # one failed job must not stop the sweep; it says why, and the report lists it
+            logging.getLogger("runner").error("job %s failed: %s", hc.job.num, text)
+            (run_dir / "error.txt").write_text(f"{text}\n", encoding="utf-8")
+            return
+        if isinstance(exc, RunnerError):
+            _fail(text, exc.exit_code)
+        raise
+
+
+def _exit_if_jobs_failed() -> None:
+    from runner.report import SweepReport
+
+    if SweepReport.failed:
+        _fail(f"{len(SweepReport.failed)} job(s) of the sweep failed ({SweepReport.failed[0]}); the others' "
+              "results and the report are saved; re-run the same sweep (same hydra.sweep.dir) to resume", 1)
 
 
 def main() -> None:
@@ -121,6 +134,7 @@ def main() -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         app()
+        _exit_if_jobs_failed()
     except (HydraException, OmegaConfBaseException) as exc:
         if _debug():
             raise

@@ -78,6 +78,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None) -> dict[str
             "tasks": {name: r.to_dict() for name, r in task_results.items()},
             "summary": summary,
             "usage": usage_summary(built),
+            "totals": _totals(usage_summary(built)),
             "run": {"started": started, "finished": timestamp(),
                     "duration_s": round(time.perf_counter() - t0, 3), "seed": int(cfg.seed),
                     **provenance(run_dir)},
@@ -97,6 +98,11 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None) -> dict[str
     Display(enabled=False).table(results)
     _report_problems(results)
     return results
+
+
+def _totals(usage: dict[str, Any]) -> dict[str, Any]:
+    keys = ("requests", "cache_hits", "prompt_tokens", "completion_tokens", "cost", "retries", "failures")
+    return {k: sum(u.get(k, 0) for u in usage.values()) for k in keys}
 
 
 def _report_problems(results: dict[str, Any]) -> None:

@@ -118,6 +118,8 @@ class TaskResult:
     metrics: dict[str, float]
     n_errors: int = 0
     error_ids: list[Any] = field(default_factory=list)
+    stderr: dict[str, float] = field(default_factory=dict)
+    """Standard error of each metric that is a mean over samples (absent for P/R/F1 and the like)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form with the contract's keys first."""

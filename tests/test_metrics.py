@@ -351,3 +351,14 @@ def test_judged_task_with_only_error_records_reports_zeroed_contract_metrics() -
     # no judge ever answered: no per-judge metric, the panel metrics are 0
     assert result.metrics == {"llm_as_judge_avg": 0.0, "judge_voting": 0.0, "judge_agreement": 0.0}
     assert (result.n, result.n_errors) == (1, 1)
+
+
+def test_task_result_reports_the_standard_error_of_per_sample_metrics() -> None:
+    from runner.benchmarks.eve.mcqa import McqaSingle
+
+    recs = [{"id": i, "status": "ok", "scores": {"accuracy": v}} for i, v in enumerate([1.0, 0.0, 1.0, 1.0])]
+    recs.append({"id": 9, "status": "error", "scores": {}})
+    result = McqaSingle(name="mcqa_single_answer").aggregate(recs)
+    # mean 0.75; sample variance ((0.25^2)*3 + 0.75^2) / 3 = 0.25; stderr sqrt(0.25 / 4) = 0.25
+    assert result.metrics == {"accuracy": 0.75}
+    assert result.stderr == {"accuracy": pytest.approx(0.25)}

@@ -20,6 +20,10 @@ class Tracker(Protocol):
     def log_task(self, task: str, records: list[dict[str, Any]], result: dict[str, Any]) -> None:
         """Log one task: its `results.json` block and its sample records (dicts as in the JSONL)."""
 
+    def log_extra(self, *, tables: dict[str, tuple[list[str], list[list[Any]]]] | None = None,
+                  images: dict[str, Path] | None = None) -> None:
+        """Log extra tables ({name: (columns, rows)}) and images ({name: PNG path})."""
+
     def finish(self, summary: dict[str, Any], *, failed: bool) -> None:
         """Log the run summary and close the run."""
 
@@ -32,6 +36,10 @@ class NullTracker:
         """Do nothing."""
 
     def log_task(self, task: str, records: list[dict[str, Any]], result: dict[str, Any]) -> None:
+        """Do nothing."""
+
+    def log_extra(self, *, tables: dict[str, tuple[list[str], list[list[Any]]]] | None = None,
+                  images: dict[str, Path] | None = None) -> None:
         """Do nothing."""
 
     def finish(self, summary: dict[str, Any], *, failed: bool) -> None:

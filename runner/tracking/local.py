@@ -81,8 +81,17 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def latest(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One record per id (the last one), in first-seen order."""
+    """One record per id (the last one), in id order.
+
+    Completion order varies from run to run; sorting makes every aggregate (and its floating-point
+    rounding) identical for identical records.
+    """
     out: dict[str, dict[str, Any]] = {}
     for rec in records:
         out[record_key(rec["id"])] = rec
-    return list(out.values())
+    return sorted(out.values(), key=_id_order)
+
+
+def _id_order(record: dict[str, Any]) -> tuple[int, Any]:
+    value = record["id"]
+    return (0, value) if isinstance(value, (int, float)) and not isinstance(value, bool) else (1, str(value))

@@ -171,6 +171,25 @@ class WandbTracker:
         except Exception as exc:  # the results are on disk already; a tracking hiccup must not
             log.warning("W&B: could not log task %s: %s", task, exc)  # abort the remaining tasks
 
+    def log_extra(self, *, tables: dict[str, tuple[list[str], list[list[Any]]]] | None = None,
+                  images: dict[str, Path] | None = None) -> None:
+        """Log extra tables ({name: (columns, rows)}) and PNG files ({name: path}): reports, charts."""
+        if self._run is None:
+            return
+        try:
+            import wandb
+
+            payload: dict[str, Any] = {}
+            for name, (columns, rows) in (tables or {}).items():
+                payload[name] = wandb.Table(columns=columns, data=rows, allow_mixed_types=True)
+            for name, path in (images or {}).items():
+                if Path(path).is_file():
+                    payload[name] = wandb.Image(str(path))
+            if payload:
+                self._run.log(payload)
+        except Exception as exc:
+            log.warning("W&B: could not log %s: %s", ", ".join([*(tables or {}), *(images or {})]), exc)
+
     def finish(self, summary: dict[str, Any], *, failed: bool) -> None:
         """Log the summary and the result files, then close the run. Never raises."""
         run, self._run = self._run, None  # a second call, or one after a failed start, is a no-op

@@ -64,4 +64,5 @@ class HallucinationDetection(GenerativeTask):
             return binary_classification(pairs)
 
         return task_result(records, metrics, zero={"accuracy": 0.0, "precision": 0.0, "recall": 0.0,
-                                                   "f1": 0.0})
+                                                   "f1": 0.0},
+                           per_sample=lambda r: {"accuracy": float(r["answer"] == r["reference"])})

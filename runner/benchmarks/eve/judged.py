@@ -54,7 +54,7 @@ class JudgedTask(GenerativeTask):
         judges = judge_names(records)
         zero = judge_panel_metrics([], judges)
         return task_result(records, lambda ok: judge_panel_metrics([judge_scores(r) for r in ok], judges),
-                           zero=zero)
+                           zero=zero, per_sample=lambda r: judge_panel_metrics([judge_scores(r)], judges))
 
 
 def per_sample_scores(judgements: Sequence[Judgement]) -> dict[str, float]:

@@ -36,7 +36,7 @@ class McqaSingle(GenerativeTask):
 
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
         return task_result(records, lambda ok: {"accuracy": mean(r["scores"]["accuracy"] for r in ok)},
-                           zero={"accuracy": 0.0})
+                           zero={"accuracy": 0.0}, per_sample=lambda r: {"accuracy": r["scores"]["accuracy"]})
 
 
 class McqaMultiple(GenerativeTask):
@@ -73,4 +73,5 @@ class McqaMultiple(GenerativeTask):
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
         return task_result(records, lambda ok: {"iou": mean(r["scores"]["iou"] for r in ok),
                                                 "accuracy": mean(r["scores"]["accuracy"] for r in ok)},
-                           zero={"iou": 0.0, "accuracy": 0.0})
+                           zero={"iou": 0.0, "accuracy": 0.0},
+                           per_sample=lambda r: {k: r["scores"][k] for k in ("iou", "accuracy")})

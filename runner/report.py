@@ -1,0 +1,195 @@
+"""One comparison across runs: `report/comparison.csv` and `.md` (+ charts) for a sweep or any folder.
+
+`python -m runner.report DIR` reads every `results.json` below DIR; a -m sweep writes the report
+into its sweep dir when it ends (a Hydra callback, conf/config.yaml `hydra.callbacks`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import logging
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+
+log = logging.getLogger("runner.report")
+
+COLUMNS = ["model", "benchmark", "task", "metric", "value", "stderr", "ci_low", "ci_high", "n"]
+Z95 = 1.959964
+
+
+def find_results(root: Path) -> list[Path]:
+    """Every results.json below `root` (not inside a report folder), in path order."""
+    return sorted(p for p in root.rglob("results.json") if "report" not in p.relative_to(root).parts[:-1])
+
+
+def rows_of(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per task metric; a metric with a standard error gets a 95 % normal interval in [0, 1]."""
+    rows = []
+    for task, block in results.get("tasks", {}).items():
+        errs = block.get("stderr") or {}
+        for metric, value in block.get("metrics", {}).items():
+            row: dict[str, Any] = {"model": results.get("model"), "benchmark": results.get("benchmark"),
+                                   "task": task, "metric": metric, "value": value, "stderr": None,
+                                   "ci_low": None, "ci_high": None, "n": block.get("n")}
+            if metric in errs and isinstance(value, (int, float)):
+                se = float(errs[metric])
+                row.update(stderr=se, ci_low=max(0.0, value - Z95 * se), ci_high=min(1.0, value + Z95 * se))
+            rows.append(row)
+    return rows
+
+
+def cost_of(results: dict[str, Any]) -> dict[str, Any]:
+    """Tokens and cost of a run, the model under test and the judges apart."""
+    out = {"model": results.get("model"), "benchmark": results.get("benchmark"), "model_cost": 0.0,
+           "judge_cost": 0.0, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0,
+           "duration_s": (results.get("run") or {}).get("duration_s")}
+    for usage in (results.get("usage") or {}).values():
+        out["model_cost" if usage.get("role") == "model" else "judge_cost"] += usage.get("cost", 0.0)
+        out["prompt_tokens"] += usage.get("prompt_tokens", 0)
+        out["completion_tokens"] += usage.get("completion_tokens", 0)
+        out["cache_hits"] += usage.get("cache_hits", 0)
+    return out
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return "" if value is None else str(value)
+
+
+def markdown(rows: list[dict[str, Any]], costs: list[dict[str, Any]], failed: list[str]) -> str:
+    """Models side by side per benchmark/task/metric, then cost per model."""
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    table: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in rows:
+        table[(r["benchmark"], r["task"], r["metric"])][r["model"]] = r
+    lines = ["# Comparison", "", "| benchmark | task | metric | " + " | ".join(models) + " |",
+             "|---|---|---|" + "---|" * len(models)]
+    for (bench, task, metric), by_model in table.items():
+        cells = []
+        for m in models:
+            r = by_model.get(m)
+            if r is None:
+                cells.append("")
+            elif r["ci_low"] is not None:
+                cells.append(f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
+            else:
+                cells.append(_fmt(r["value"]))
+        lines.append(f"| {bench} | {task} | {metric} | " + " | ".join(cells) + " |")
+    lines += ["", "Intervals: 95 % normal approximation from the per-sample standard error.", "",
+              "## Cost", "", "| model | benchmark | model cost ($) | judge cost ($) | prompt tokens | "
+              "completion tokens | cache hits | duration (s) |", "|---|---|---|---|---|---|---|---|"]
+    for c in costs:
+        lines.append(f"| {c['model']} | {c['benchmark']} | {c['model_cost']:.4f} | {c['judge_cost']:.4f} | "
+                     f"{c['prompt_tokens']} | {c['completion_tokens']} | {c['cache_hits']} | "
+                     f"{_fmt(c['duration_s'])} |")
+    if failed:
+        lines += ["", "## Failed jobs", ""] + [f"- {f}" for f in failed]
+    return "\n".join(lines) + "\n"
+
+
+def failed_jobs(root: Path) -> list[str]:
+    """`<job dir>: <reason>` for every job of the sweep that stopped with an error."""
+    return [f"{p.parent.relative_to(root)}: {p.read_text(encoding='utf-8').strip()}"
+            for p in sorted(root.rglob("error.txt"))]
+
+
+def write_report(root: Path) -> dict[str, Any]:
+    """Write `root/report/comparison.{csv,md}` and charts; return what was written."""
+    root = Path(root)
+    all_results = [json.loads(p.read_text(encoding="utf-8")) for p in find_results(root)]
+    rows = [row for res in all_results for row in rows_of(res)]
+    costs = [cost_of(res) for res in all_results]
+    out_dir = root / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with open(out_dir / "comparison.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    failed = failed_jobs(root)
+    (out_dir / "comparison.md").write_text(markdown(rows, costs, failed), encoding="utf-8")
+    charts = _charts(rows, out_dir)
+    log.info("comparison of %d run(s) written to %s", len(all_results), out_dir)
+    return {"dir": out_dir, "rows": rows, "costs": costs, "failed": failed, "charts": charts,
+            "runs": len(all_results)}
+
+
+def _charts(rows: list[dict[str, Any]], out_dir: Path) -> dict[str, Path]:
+    try:
+        from runner import charts
+    except ImportError:  # the charts module is optional for the tables
+        return {}
+    made: dict[str, Path] = {}
+    for name, fn in (("tasks", "comparison_bars"), ("judge_agreement", "judge_agreement_bars")):
+        draw = getattr(charts, fn, None)
+        if draw is not None:
+            path = draw(rows, out_dir / f"{name}.png")
+            if path is not None:
+                made[name] = path
+    return made
+
+
+class SweepReport(Callback):
+    """Hydra callback: when a -m sweep ends, write its comparison report and log it to W&B."""
+
+    failed: list[str] = []
+
+    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+        """Write the report into the sweep dir (all launchers call this in the launching process)."""
+        root = Path(config.hydra.sweep.dir)
+        if not root.exists():
+            return
+        report = write_report(root)
+        SweepReport.failed = report["failed"]
+        _track(config, report, group=sweep_group(str(config.hydra.sweep.dir)))
+
+
+def sweep_group(sweep_dir: str) -> str:
+    """The W&B group of a sweep's runs: its sweep dir, readable."""
+    return "sweep-" + "-".join(Path(sweep_dir).parts[-2:])
+
+
+def _track(config: Any, report: dict[str, Any], group: str) -> None:
+    from omegaconf import OmegaConf
+
+    from runner.build import instantiate
+
+    tracker_cfg = OmegaConf.select(config, "tracker")
+    if tracker_cfg is None or "NullTracker" in str(tracker_cfg.get("_target_", "")):
+        return
+    tracker = instantiate(tracker_cfg, "tracker")
+    failed = True
+    try:
+        tracker.start(run_dir=report["dir"], name=f"{group}-report", config={}, group=group, tags=["report"])
+        rows = [[r[c] for c in COLUMNS] for r in report["rows"]]
+        tracker.log_extra(tables={"comparison": (COLUMNS, rows)},
+                          images={f"charts/{k}": v for k, v in report["charts"].items()})
+        failed = False
+    finally:
+        tracker.finish({}, failed=failed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m runner.report DIR`."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dir", type=Path, help="a sweep dir, or any folder holding run dirs")
+    args = parser.parse_args(argv)
+    if not args.dir.is_dir():
+        print(f"error: {args.dir} is not a directory; give a sweep dir or a folder of run dirs", file=sys.stderr)
+        return 2
+    report = write_report(args.dir)
+    if not report["runs"]:
+        print(f"error: no results.json below {args.dir}; nothing to compare", file=sys.stderr)
+        return 2
+    print((report["dir"] / "comparison.md").read_text(encoding="utf-8"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -40,31 +40,10 @@ def _fail(message: str, code: int) -> None:
 
 def _redact_saved_config(run_dir: Path) -> None:
     """Hydra saved the composed config and the overrides as given; mask every secret in them."""
-    from omegaconf import OmegaConf
-
-    from runner.redact import MASK, is_secret_key, redact
-
-    def mask_override(text: Any) -> Any:
-        if isinstance(text, str) and "=" in text:
-            key, _, _ = text.partition("=")
-            if is_secret_key(key.lstrip("+~").split(".")[-1].split("[")[0]):
-                return f"{key}={MASK}"
-        return text
-
-    def walk(obj: Any) -> Any:
-        if isinstance(obj, dict):
-            return {k: walk(v) for k, v in obj.items()}
-        if isinstance(obj, list):
-            return [walk(mask_override(v)) for v in obj]
-        if isinstance(obj, str):
-            return ",".join(mask_override(p) for p in obj.split(",")) if "=" in obj else obj
-        return obj
+    from runner.redact import redact_yaml_file
 
     for name in ("config.yaml", "overrides.yaml", "hydra.yaml"):
-        path = run_dir / ".hydra" / name
-        if path.exists():
-            data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
-            path.write_text(OmegaConf.to_yaml(OmegaConf.create(walk(redact(data)))), encoding="utf-8")
+        redact_yaml_file(run_dir / ".hydra" / name)
 
 
 class _RedactingFilter(logging.Filter):

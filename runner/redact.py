@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 MASK = "***REDACTED***"
@@ -49,3 +50,32 @@ def redact(obj: Any) -> Any:
     if isinstance(obj, str):
         return redact_text(obj)
     return obj
+
+
+def _mask_override(text: Any) -> Any:
+    """`model.api_key=sk-...` (a Hydra override as saved) -> `model.api_key=***REDACTED***`."""
+    if isinstance(text, str) and "=" in text:
+        key = text.partition("=")[0]
+        if is_secret_key(key.lstrip("+~").split(".")[-1].split("[")[0]):
+            return f"{key}={MASK}"
+    return text
+
+
+def _mask_overrides(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _mask_overrides(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_mask_overrides(_mask_override(v)) for v in obj]
+    if isinstance(obj, str) and "=" in obj:  # override_dirname: "a=1,model.api_key=..."
+        return ",".join(_mask_override(part) for part in obj.split(","))
+    return obj
+
+
+def redact_yaml_file(path: Path) -> None:
+    """Rewrite a YAML file Hydra saved (config, overrides, multirun.yaml) with every secret masked."""
+    if not path.exists():
+        return
+    from omegaconf import OmegaConf
+
+    data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    path.write_text(OmegaConf.to_yaml(OmegaConf.create(_mask_overrides(redact(data)))), encoding="utf-8")

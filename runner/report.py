@@ -145,6 +145,9 @@ class SweepReport(Callback):
         root = Path(config.hydra.sweep.dir)
         if not root.exists():
             return
+        from runner.redact import redact_yaml_file
+
+        redact_yaml_file(root / "multirun.yaml")  # it holds the sweep's overrides as typed
         report = write_report(root)
         SweepReport.failed = report["failed"]
         _track(config, report, group=sweep_group(str(config.hydra.sweep.dir)))

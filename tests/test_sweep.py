@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from conftest import EVE_SAMPLE, JUDGE_CORRECT, JUDGE_INCORRECT
-from test_cli import cli
+from test_cli import SECRET, cli
 from test_wandb_tracker import read_offline_run
 
 from runner.report import sweep_group
@@ -84,10 +84,11 @@ def _rows(task: str) -> list[dict[str, Any]]:
 def test_basic_sweep_runs_each_model_in_its_own_dir_with_one_report_and_grouped_wandb_runs(fake_llm, tmp_path):
     fake_llm.default = reply
     sweep_dir = tmp_path / "sweep"
-    proc = cli(sweep_args(user_configs(tmp_path, fake_llm.base_url), sweep_dir, "tracker=wandb"),
-               env={"WANDB_MODE": "offline"}, timeout=300)
+    proc = cli(sweep_args(user_configs(tmp_path, fake_llm.base_url), sweep_dir, "tracker=wandb",
+                          f"model.api_key={SECRET}"), env={"WANDB_MODE": "offline"}, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = check_sweep(sweep_dir)
+    assert [p for p in sweep_dir.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()] == []
     assert sorted(p.name for p in sweep_dir.iterdir() if (p / "results.json").exists()) == \
         ["0_m1", "1_m2"]
     for model, res in results.items():

@@ -1,0 +1,1 @@
+"""Pairwise win rate: a judge panel compares two models' earlier answers question by question."""

@@ -1,0 +1,153 @@
+"""Win-rate metrics from pairwise sample records alone: per-judge tallies, then the CONTRACT's rates.
+
+Every rate is a fraction over a judge's *valid* judgements: an invalid reply or a failed call is
+counted (the sample is listed in `invalid_ids`) and left out of every denominator, never a tie.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runner.metrics.core import mean
+
+TIE = "tie"
+
+
+@dataclass
+class Tally:
+    """One judge's counts over a task's records."""
+
+    wins_a: int = 0
+    wins_b: int = 0
+    ties: int = 0
+    invalid: int = 0
+    """Judgements whose reply did not parse or whose call failed (with both orders: either call)."""
+    a_first: int = 0
+    """Calls (of valid judgements) that showed model A first ..."""
+    a_first_wins: int = 0
+    """... and how many of them model A won."""
+    a_second: int = 0
+    a_second_wins: int = 0
+    two_orders: int = 0
+    """Valid judgements made in both orders ..."""
+    flips: int = 0
+    """... whose two verdicts differ."""
+
+    @property
+    def valid(self) -> int:
+        """Judgements that count: wins of either model and ties."""
+        return self.wins_a + self.wins_b + self.ties
+
+    def share(self, count: float) -> float:
+        """`count` over the valid judgements (0.0 when there are none)."""
+        return count / self.valid if self.valid else 0.0
+
+    @property
+    def a_win_rate_first(self) -> float:
+        """Model A's win rate in the calls that showed it first."""
+        return self.a_first_wins / self.a_first if self.a_first else 0.0
+
+    @property
+    def a_win_rate_second(self) -> float:
+        """Model A's win rate in the calls that showed it second."""
+        return self.a_second_wins / self.a_second if self.a_second else 0.0
+
+    @property
+    def position_bias(self) -> float:
+        """|A's win rate shown first − shown second|; 0.0 when A was never shown in one of the positions."""
+        if not (self.a_first and self.a_second):
+            return 0.0
+        return abs(self.a_win_rate_first - self.a_win_rate_second)
+
+    @property
+    def flip_rate(self) -> float:
+        """Share of both-order judgements whose verdict changed with the order."""
+        return self.flips / self.two_orders if self.two_orders else 0.0
+
+
+def judgement_of(record: Mapping[str, Any], judge: str) -> Mapping[str, Any] | None:
+    """The record's judgement entry for `judge` (None if that judge has none)."""
+    return next((j for j in record.get("judgements") or [] if j.get("judge") == judge), None)
+
+
+def tally(records: Sequence[Mapping[str, Any]], judge: str, model_a: str, model_b: str) -> Tally:
+    """Count one judge's verdicts and its per-position results (from its own calls)."""
+    t = Tally()
+    for record in records:
+        j = judgement_of(record, judge)
+        if j is None:
+            continue
+        if j.get("status") != "ok":
+            t.invalid += 1
+            continue
+        verdict = j.get("verdict")
+        t.wins_a += verdict == model_a
+        t.wins_b += verdict == model_b
+        t.ties += verdict == TIE
+        calls = j.get("calls") or []
+        for call in calls:
+            won = call.get("verdict") == model_a
+            if call.get("shown_first") == model_a:
+                t.a_first += 1
+                t.a_first_wins += won
+            else:
+                t.a_second += 1
+                t.a_second_wins += won
+        if len(calls) == 2:
+            t.two_orders += 1
+            t.flips += calls[0].get("verdict") != calls[1].get("verdict")
+    return t
+
+
+def agreement(records: Sequence[Mapping[str, Any]], judges: Sequence[str]) -> float:
+    """Share of samples on which every judge gave a valid verdict and all verdicts are the same.
+
+    Only samples where every judge's judgement is valid count (EVE's script divided by all rows).
+    """
+    rows = []
+    for record in records:
+        entries = [judgement_of(record, name) for name in judges]
+        if all(e is not None and e.get("status") == "ok" for e in entries):
+            rows.append(len({e["verdict"] for e in entries if e is not None}) == 1)
+    return mean(float(r) for r in rows)
+
+
+def pairwise_metrics(records: Sequence[Mapping[str, Any]], judges: Sequence[str], model_a: str,
+                     model_b: str) -> dict[str, float]:
+    """The task's metrics, named as in the CONTRACT (plus per-judge `flip_rate` when both orders ran).
+
+    Per judge: `win_rate/<j>/<model>`, `win_rate/<j>/tie`, `alpaca_win_rate/<j>/<model>` (wins + ½ ties),
+    `position_bias/<j>`. Pooled over judges: `aggregate/<model>_win_rate` and
+    `aggregate/<model>_alpaca_win_rate` (Σ over judges / Σ valid judgements); averaged over judges with
+    at least one valid judgement: `aggregate/avg_<model>_win_rate`, `aggregate/avg_<model>_alpaca_win_rate`.
+    Then `judge_agreement`.
+    """
+    tallies = {name: tally(records, name, model_a, model_b) for name in judges}
+    both = any(t.two_orders for t in tallies.values())
+    out: dict[str, float] = {}
+    for name, t in tallies.items():
+        out[f"win_rate/{name}/{model_a}"] = t.share(t.wins_a)
+        out[f"win_rate/{name}/{model_b}"] = t.share(t.wins_b)
+        out[f"win_rate/{name}/{TIE}"] = t.share(t.ties)
+        out[f"alpaca_win_rate/{name}/{model_a}"] = t.share(t.wins_a + t.ties / 2)
+        out[f"alpaca_win_rate/{name}/{model_b}"] = t.share(t.wins_b + t.ties / 2)
+        out[f"position_bias/{name}"] = t.position_bias
+        if both:
+            out[f"flip_rate/{name}"] = t.flip_rate
+    valid = sum(t.valid for t in tallies.values())
+    ties = sum(t.ties for t in tallies.values())
+    judged = [t for t in tallies.values() if t.valid]
+    wins: dict[str, Callable[[Tally], int]] = {model_a: lambda t: t.wins_a, model_b: lambda t: t.wins_b}
+    for model, won in wins.items():
+        out[f"aggregate/{model}_win_rate"] = sum(map(won, tallies.values())) / valid if valid else 0.0
+    for model, won in wins.items():
+        total = sum(map(won, tallies.values())) + ties / 2
+        out[f"aggregate/{model}_alpaca_win_rate"] = total / valid if valid else 0.0
+    for model, won in wins.items():
+        out[f"aggregate/avg_{model}_win_rate"] = mean(t.share(won(t)) for t in judged)
+    for model, won in wins.items():
+        out[f"aggregate/avg_{model}_alpaca_win_rate"] = mean(t.share(won(t) + t.ties / 2) for t in judged)
+    out["judge_agreement"] = agreement(records, judges)
+    return out

@@ -1,0 +1,75 @@
+"""PNG charts: small functions that each take plain data and a path, draw one figure, and return the path.
+
+The only module importing matplotlib, lazily (it takes a while) and without pyplot: each figure gets
+its own Agg canvas, so nothing needs a display and no global figure state is shared between calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+COLOR_A, COLOR_TIE, COLOR_B = "#4C72B0", "#B0B0B0", "#DD8452"
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    return path
+
+
+def win_rate_chart(shares: Mapping[str, tuple[float, float, float]], model_a: str, model_b: str, path: Path,
+                   title: str = "") -> Path:
+    """Two panels for one pairwise comparison, one row per judge.
+
+    `shares[judge] = (A's wins, ties, B's wins)` as fractions of that judge's valid judgements. Left:
+    the three stacked to 100 %. Right: each model's alpaca win rate (wins + ½ ties) against the dashed
+    50 % line, where 50 % means the two models are level.
+    """
+    from matplotlib.ticker import PercentFormatter
+
+    labels = list(shares)[::-1]  # first judge on top
+    rows = [shares[label] for label in labels]
+    y = list(range(len(labels)))
+    fig = _figure(11, 1.6 + 0.55 * max(len(labels), 1))
+    stacked, alpaca = fig.subplots(1, 2, sharey=True)
+    left = [0.0] * len(rows)
+    for i, (name, color) in enumerate(((f"{model_a} wins", COLOR_A), ("tie", COLOR_TIE),
+                                       (f"{model_b} wins", COLOR_B))):
+        widths = [r[i] for r in rows]
+        bars = stacked.barh(y, widths, left=left, color=color, label=name, height=0.6)
+        stacked.bar_label(bars, labels=[f"{w:.0%}" if w >= 0.06 else "" for w in widths], label_type="center",
+                          fontsize=8)
+        left = [lft + w for lft, w in zip(left, widths, strict=True)]
+    stacked.set_xlim(0, 1)
+    stacked.set_yticks(y, labels)
+    stacked.set_xlabel("share of valid judgements")
+    stacked.set_title("wins / ties / losses per judge", fontsize=10)
+    stacked.legend(loc="lower center", bbox_to_anchor=(0.5, 1.08), ncol=3, fontsize=8, frameon=False)
+
+    height = 0.35
+    for offset, model, color, pick in ((height / 2, model_a, COLOR_A, 0), (-height / 2, model_b, COLOR_B, 2)):
+        values = [r[pick] + r[1] / 2 for r in rows]
+        bars = alpaca.barh([v + offset for v in y], values, height=height, color=color, label=model)
+        alpaca.bar_label(bars, labels=[f"{v:.0%}" for v in values], fontsize=8, padding=2)
+    alpaca.axvline(0.5, color="black", linestyle="--", linewidth=1)
+    alpaca.set_xlim(0, 1.1)
+    alpaca.set_xlabel("alpaca win rate (ties count ½); dashed: level at 50 %")
+    alpaca.set_title("win rate per judge", fontsize=10)
+    alpaca.legend(loc="lower center", bbox_to_anchor=(0.5, 1.08), ncol=2, fontsize=8, frameon=False)
+    for ax in (stacked, alpaca):
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return _save(fig, path)

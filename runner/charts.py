@@ -73,3 +73,71 @@ def win_rate_chart(shares: Mapping[str, tuple[float, float, float]], model_a: st
     if title:
         fig.suptitle(title, fontsize=11)
     return _save(fig, path)
+
+
+# Metrics that lead a task in the sweep report's bar chart, in order of preference.
+HEADLINE_METRICS = ("judge_voting", "accuracy", "iou", "f1", "mean_dialogue_score")
+
+
+def comparison_bars(rows: list[dict[str, Any]], path: Path) -> Path | None:
+    """Sweep report: one group of bars per task (its headline metric), one bar per model, with intervals.
+
+    `rows` are report rows (model, benchmark, task, metric, value, ci_low, ci_high). None when no task
+    has a headline metric in [0, 1].
+    """
+    picked: dict[str, str] = {}
+    for r in rows:
+        metrics = {x["metric"] for x in rows if x["task"] == r["task"] and x["benchmark"] == r["benchmark"]}
+        best = next((m for m in HEADLINE_METRICS if m in metrics), None)
+        if best:
+            picked[f"{r['benchmark']}/{r['task']}"] = best
+    if not picked:
+        return None
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    tasks = list(picked)
+    fig = _figure(max(6.0, 1.2 + 0.9 * len(tasks) * max(1, len(models)) / 2), 4.5)
+    ax = fig.subplots()
+    width = 0.8 / max(1, len(models))
+    for i, model in enumerate(models):
+        values, errs = [], [[], []]
+        for task in tasks:
+            bench, name = task.split("/", 1)
+            row = next((r for r in rows if r["model"] == model and r["benchmark"] == bench and r["task"] == name
+                        and r["metric"] == picked[task]), None)
+            value = float(row["value"]) if row else 0.0
+            values.append(value)
+            low = row.get("ci_low") if row else None
+            high = row.get("ci_high") if row else None
+            errs[0].append(value - low if low is not None else 0.0)
+            errs[1].append(high - value if high is not None else 0.0)
+        xs = [t + (i - (len(models) - 1) / 2) * width for t in range(len(tasks))]
+        ax.bar(xs, values, width=width, label=str(model), yerr=errs, capsize=3)
+    ax.set_xticks(range(len(tasks)), [f"{t}\n({picked[t]})" for t in tasks], fontsize=7, rotation=20, ha="right")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("score (95 % interval)")
+    ax.legend(fontsize=8, frameon=False)
+    ax.set_title("headline metric per task and model", fontsize=10)
+    return _save(fig, path)
+
+
+def judge_agreement_bars(rows: list[dict[str, Any]], path: Path) -> Path | None:
+    """Sweep report: judge agreement per judged task and model; None when no task was judged by a panel."""
+    found = [r for r in rows if r["metric"] == "judge_agreement"]
+    if not found:
+        return None
+    models = list(dict.fromkeys(r["model"] for r in found))
+    tasks = list(dict.fromkeys(r["task"] for r in found))
+    fig = _figure(max(6.0, 1.5 + 0.8 * len(tasks) * max(1, len(models)) / 2), 4.0)
+    ax = fig.subplots()
+    width = 0.8 / max(1, len(models))
+    for i, model in enumerate(models):
+        values = [next((float(r["value"]) for r in found if r["model"] == model and r["task"] == t), 0.0)
+                  for t in tasks]
+        ax.bar([t + (i - (len(models) - 1) / 2) * width for t in range(len(tasks))], values, width=width,
+               label=str(model))
+    ax.set_xticks(range(len(tasks)), tasks, fontsize=8, rotation=15, ha="right")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("share of samples where all judges agree")
+    ax.legend(fontsize=8, frameon=False)
+    ax.set_title("judge agreement", fontsize=10)
+    return _save(fig, path)

@@ -74,6 +74,8 @@ def check_sweep(sweep_dir: Path) -> dict[str, dict[str, Any]]:
     md = (sweep_dir / "report" / "comparison.md").read_text()
     assert "| m1 | m2 |" in md.splitlines()[2].replace(" ", " ") or "m1 | m2" in md
     assert "## Cost" in md
+    for chart in ("tasks.png", "judge_agreement.png"):
+        assert (sweep_dir / "report" / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     return results
 
 

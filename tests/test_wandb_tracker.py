@@ -78,7 +78,8 @@ def read_offline_run(sync_dir: Path) -> dict[str, Any]:
         elif kind == "exit":
             exit_code = record.exit.exit_code
     tables = {key[: -len("/path")]: json.loads((sync_dir / "files" / value).read_text())
-              for row in history for key, value in row.items() if key.endswith("/path")}
+              for row in history for key, value in row.items()
+              if key.endswith("/path") and str(value).endswith(".table.json")}  # not images
     return {"run": run, "config": {i.key: json.loads(i.value_json) for i in run.config.update},
             "summary": summary, "history": history, "tables": tables, "artifacts": artifacts,
             "exit_code": exit_code}

@@ -51,7 +51,8 @@ async def _evaluate(job: _Job, ctx: Context) -> dict[str, Any]:
 
 
 def plan(built: Built, store: SampleStore) -> tuple[dict[str, Loaded], list[_Job], dict[str, int]]:
-    """Load every task and decide what to ask: samples without a finished record (errors are re-asked)."""
+    """Load every task and decide what to ask: samples without a finished record (`Task.finished`; by
+    default errors are re-asked)."""
     loaded: dict[str, Loaded] = {}
     jobs: list[_Job] = []
     kept: dict[str, int] = {}
@@ -61,7 +62,7 @@ def plan(built: Built, store: SampleStore) -> tuple[dict[str, Loaded], list[_Job
         loaded[task.name] = data
         existing = store.load(task.name)
         _check_same_model(existing.values(), model, store.path(task.name))
-        done = {k for k, r in existing.items() if r.get("status") != "error"}
+        done = {k for k, r in existing.items() if task.finished(r)}
         for bad_id, reason in data.bad:
             if record_key(bad_id) not in done:
                 store.append(error_record(task, bad_id, None, None, reason, model))
@@ -98,6 +99,7 @@ async def execute(built: Built, run_dir: Path, *, seed: int = 0, show_progress: 
             await _run_jobs(jobs, ctx, store, display)
     finally:
         store.close()
+        await _close_tasks(built.tasks)
     results: dict[str, TaskResult] = {}
     records: dict[str, list[dict[str, Any]]] = {}
     for task in built.tasks:
@@ -105,6 +107,14 @@ async def execute(built: Built, run_dir: Path, *, seed: int = 0, show_progress: 
         results[task.name] = task.aggregate(records[task.name])
         task.finalize(records[task.name], results[task.name], run_dir)
     return results, records
+
+
+async def _close_tasks(tasks: Sequence[Task]) -> None:
+    for task in tasks:
+        try:
+            await task.close()
+        except Exception as exc:  # noqa: BLE001 - a failed clean-up must not hide the run's results
+            log.warning("closing task %s failed: %s", task.name, exc)
 
 
 async def _run_jobs(jobs: Sequence[_Job], ctx: Context, store: SampleStore, display: Display) -> None:

@@ -60,6 +60,21 @@ def load_rows(task: str, dataset: str | None, split: str, data_dir: str | None) 
 
 def load_dataset_rows(dataset: str, split: str) -> list[dict[str, Any]]:
     """Rows of a hub dataset (or a local dataset folder) through `datasets`."""
+    return [dict(r) for r in open_dataset(dataset, split)]
+
+
+class MissingSplit(DataError):
+    """The dataset exists but has no such split (e.g. a task that lacks a scaling split)."""
+
+
+def open_dataset(dataset: str, split: str, *, decode_media: bool = True) -> Any:
+    """One split of a hub dataset (or a local dataset folder) as a lazy, memory-mapped `datasets.Dataset`.
+
+    Rows are read on access (`len(ds)`, `ds[i]`, `ds.select_columns([...])`), so a benchmark with
+    gigabytes of audio never holds it all in memory. `decode_media=False` leaves Audio/Image/Video
+    columns undecoded (`{"bytes": ..., "path": ...}`): no audio or image decoder needs to be installed.
+    A split the dataset lacks raises MissingSplit (a DataError), so callers may tolerate it.
+    """
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
     import datasets
 
@@ -67,7 +82,13 @@ def load_dataset_rows(dataset: str, split: str) -> list[dict[str, Any]]:
         ds = datasets.load_dataset(dataset, split=split)
     except Exception as exc:  # noqa: BLE001 - many failure types (network, auth, missing split)
         msg = " ".join(str(exc).split())[:200]
+        if isinstance(exc, ValueError) and str(exc).startswith("Unknown split"):
+            raise MissingSplit(f"dataset '{dataset}' has no split '{split}': {msg}") from exc
         raise DataError(f"could not load dataset '{dataset}' (split {split}): {type(exc).__name__}: {msg}; "
                         "check the network and HF_TOKEN, or use benchmark.data_dir=DIR "
                         "(or benchmark=eve_sample for the bundled sample)") from exc
-    return [dict(r) for r in ds]
+    if not decode_media:
+        for column, feature in ds.features.items():
+            if getattr(feature, "decode", None) is True and type(feature).__name__ in ("Audio", "Image", "Video"):
+                ds = ds.cast_column(column, type(feature)(decode=False))
+    return ds

@@ -83,8 +83,19 @@ class Task:
         """Ask and score one sample. Call failures propagate; the pipeline records them as errors."""
         raise NotImplementedError
 
+    def finished(self, record: Mapping[str, Any]) -> bool:
+        """Whether a record kept from an earlier run into the same run dir is done, so resume skips it.
+
+        Default: anything but an error. A task may ask again for more (e.g. invalid judgements).
+        """
+        return record.get("status") != "error"
+
     def finalize(self, records: Sequence[Mapping[str, Any]], result: TaskResult, run_dir: Path) -> None:
         """After aggregation: write any benchmark-specific files (default: nothing)."""
+
+    async def close(self) -> None:
+        """After the last sample (also when the run stops early): release what `evaluate` started, such as
+        tool servers (default: nothing)."""
 
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
         """Metrics from the sample records alone (records with status `error` are left out of the metrics

@@ -1,0 +1,222 @@
+"""MUGEN: 35 multi-audio tasks in 7 dimensions; generate and judge, or judge a prediction folder.
+
+Without `prediction_dir` every selected task loads `MUGEN-Benchmark/<Task>` (split `test`, or
+`test_2`..`test_4` for the candidate-scaling study) through `datasets`, or `data_dir/<Task>.jsonl`
+with audio files next to it (or a hub-layout folder `data_dir/<Task>/`); the model answers, the judge
+grades. With `prediction_dir` the tasks are the MUGEN task folders found there, and only the judge runs.
+The summary is MUGEN's: `accuracy` is the micro average over all judged samples (the paper's
+Overall), `dimensions[<full name>]` the micro average over each dimension's tasks present.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from runner.benchmarks.base import Benchmark, Loaded, Task, require
+from runner.benchmarks.mugen.catalog import ABBREVIATIONS, DIMENSION_OF, DIMENSIONS
+from runner.benchmarks.mugen.predictions import TaskPredictions, check_record, scan
+from runner.benchmarks.mugen.task import MugenTask
+from runner.errors import ConfigError, DataError
+from runner.sources import BAD_ROW, MissingSplit, local_task_file, open_dataset, read_jsonl
+from runner.tracking.local import record_key
+from runner.types import Sample, TaskResult
+
+log = logging.getLogger("runner")
+_SPLIT = re.compile(r"test(?:_[2-4])?")
+
+
+def row_id(row: Mapping[str, Any], index: int) -> Any:
+    """MUGEN's id rule: `id`, else `qid`, else the 0-based row index (ids may be int or str)."""
+    for key in ("id", "qid"):
+        if row.get(key) is not None and row.get(key) != "":
+            return row[key]
+    return index
+
+
+class MugenBenchmark(Benchmark):
+    """The MUGEN benchmark (see the module docstring); task specs come from conf/task/mugen/."""
+
+    def __init__(self, name: str, specs: Mapping[str, Any], data_dir: str | None = None,
+                 limit: int | None = None, tasks: Sequence[str] | None = None, num_fewshot: int | None = None,
+                 split: str = "test", prediction_dir: str | None = None, prediction_file: str = "output.json",
+                 strict: bool = False, self_consistency: int = 1, answer_hint: bool = False,
+                 judge_prompt: str | None = None) -> None:
+        super().__init__(name, specs, data_dir=data_dir, limit=limit, tasks=tasks, num_fewshot=num_fewshot)
+        if self.num_fewshot:
+            raise ConfigError("benchmark.num_fewshot: MUGEN has no few-shot examples; leave it null or 0")
+        if not _SPLIT.fullmatch(str(split)):
+            raise ConfigError(f"benchmark.split: '{split}' is not a MUGEN split; use test (5 candidates) or "
+                              "test_2, test_3, test_4 (2 to 4 candidates)")
+        if int(self_consistency) < 1:
+            raise ConfigError(f"benchmark.self_consistency: must be 1 (off) or more replies, got {self_consistency}")
+        if prediction_dir and data_dir:
+            raise ConfigError("benchmark.prediction_dir and benchmark.data_dir are both set; judging a "
+                              "prediction folder reads no dataset, so set only one of them")
+        if prediction_dir and int(self_consistency) > 1:
+            raise ConfigError("benchmark.self_consistency needs generation; it cannot apply to the replies "
+                              "in benchmark.prediction_dir")
+        self.explicit_tasks = bool(tasks)
+        self.split = str(split)
+        self.prediction_dir = prediction_dir
+        self.prediction_file = prediction_file
+        self.task_options = {"strict": bool(strict), "self_consistency": int(self_consistency),
+                             "answer_hint": bool(answer_hint), "judge_prompt": judge_prompt,
+                             "predictions": bool(prediction_dir)}
+        self.problems: list[str] = []
+        """One line per task folder, file or split that was skipped; also in the summary."""
+        self._predictions: dict[str, TaskPredictions] = {}
+
+    def build_tasks(self) -> list[Task]:
+        """The selected tasks; judging a prediction folder, those of them that have a readable file there."""
+        from runner.build import instantiate
+
+        names = list(self.selected)
+        if self.prediction_dir:
+            found, problems = scan(self.prediction_dir, self.prediction_file, names)
+            have = {p.task for p in found} | {t for t in names if (Path(self.prediction_dir) / t).exists()}
+            if self.explicit_tasks:  # a task the user asked for by name but left out of the folder
+                problems += [f"{t}: no folder {t}/ in {self.prediction_dir}; not judged" for t in names
+                             if t not in have]
+            self._problem(*problems)
+            if not found:
+                raise DataError(f"benchmark.prediction_dir: nothing to judge in {self.prediction_dir}: no "
+                                f"readable <Task_Name>/{self.prediction_file} for the selected tasks"
+                                + (f" ({len(problems)} item(s) skipped, see above)" if problems else ""))
+            self._predictions = {p.task: p for p in found}
+            names = [t for t in names if t in self._predictions]
+        return [instantiate(self.specs[t], f"benchmark.specs.{t}", name=t, split=self.split,
+                            **self.task_options) for t in names]
+
+    def _problem(self, *lines: str) -> None:
+        for line in lines:
+            log.warning(line)
+            self.problems.append(line)
+
+    # ------------------------------------------------------------------ data
+
+    def load(self, task: Task) -> Loaded:
+        assert isinstance(task, MugenTask)
+        if self.prediction_dir:
+            return self._load_predictions(task)
+        return self._load_dataset(task)
+
+    def _full(self, samples: list[Sample], bad: list[Any]) -> bool:
+        return self.limit is not None and len(samples) + len(bad) >= self.limit
+
+    def _load_predictions(self, task: MugenTask) -> Loaded:
+        preds = self._predictions[task.name]
+        samples: list[Sample] = []
+        bad: list[tuple[Any, str]] = []
+        seen: dict[str, int] = {}
+        for index, rec in enumerate(preds.records):
+            if self._full(samples, bad):
+                break
+            sid = row_id(rec, index) if isinstance(rec, dict) else index
+            problem = check_record(rec, index, preds.path)
+            if record_key(sid) in seen:  # a second record under one id would replace the first on disk
+                problem = problem or (f"{preds.path} record {index}: duplicate id {sid!r} (first at record "
+                                      f"{seen[record_key(sid)]}); give each record its own id")
+                sid = f"index_{index}"
+            seen[record_key(sid)] = index
+            task.order.append(sid)
+            task.sources[record_key(sid)] = rec
+            if problem:
+                self._problem(problem + "; record not judged")
+                bad.append((sid, problem))
+                continue
+            if rec["response"] is None:
+                log.warning("%s record %d (id %r): response is null; counted as incorrect (no option chosen)",
+                            preds.path, index, sid)
+            task.responses[record_key(sid)] = rec["response"]
+            samples.append(Sample(id=sid, input=rec["instruction"], target=rec["answer"], metadata={"record": rec}))
+        return Loaded(shots=[], samples=samples, bad=bad)
+
+    def _load_dataset(self, task: MugenTask) -> Loaded:
+        """Rows without their audio (fetched per sample when asked, so no task sits in memory whole)."""
+        base_dir: Path | None = None
+        try:
+            if self.data_dir:
+                root = Path(self.data_dir).expanduser()
+                if (root / task.name).is_dir() and not (root / f"{task.name}.jsonl").is_file():
+                    rows, fetch = self._dataset_rows(str(root / task.name), task.split)
+                else:
+                    base_dir = local_task_file(root, task.name).parent
+                    rows = read_jsonl(base_dir / f"{task.name}.jsonl")
+                    fetch = rows.__getitem__
+            else:
+                assert task.dataset is not None
+                rows, fetch = self._dataset_rows(task.dataset, task.split)
+        except MissingSplit as exc:
+            self._problem(f"{task.name}: {exc}; task skipped (not every task has every scaling split)")
+            return Loaded(shots=[], samples=[], bad=[])
+        samples: list[Sample] = []
+        bad: list[tuple[Any, str]] = []
+        seen: set[str] = set()
+        for index, row in enumerate(rows):
+            if self._full(samples, bad):
+                break
+            if BAD_ROW in row:
+                bad.append((index, row[BAD_ROW]))
+                task.order.append(index)
+                continue
+            sid = row_id(row, index)
+            if record_key(sid) in seen:
+                bad.append((f"index_{index}", f"row {index}: duplicate id {sid!r}"))
+                task.order.append(f"index_{index}")
+                continue
+            seen.add(record_key(sid))
+            task.order.append(sid)
+            try:
+                require(row, "instruction", "answer")
+            except ValueError as exc:
+                bad.append((sid, f"row {index}: {exc}"))
+                continue
+            samples.append(Sample(id=sid, input=str(row["instruction"]), target=str(row["answer"]).strip(),
+                                  metadata={"fetch": functools.partial(fetch, index), "base_dir": base_dir}))
+        return Loaded(shots=[], samples=samples, bad=bad)
+
+    @staticmethod
+    def _dataset_rows(dataset: str, split: str) -> tuple[Any, Any]:
+        """(rows without audio columns to iterate, row access by index with the audio undecoded)."""
+        ds = open_dataset(dataset, split, decode_media=False)
+        audio = [c for c, f in ds.features.items() if type(f).__name__ == "Audio"]
+        view = ds.select_columns([c for c in ds.column_names if c not in audio]) if audio else ds
+        return view, ds.__getitem__
+
+    # ------------------------------------------------------------------ summary
+
+    def summary(self, tasks: Sequence[Task], results: Mapping[str, TaskResult]) -> dict[str, Any]:
+        """The base summary plus MUGEN's: micro `accuracy` over all judged samples, per-dimension micro
+        averages keyed by full dimension name (dimensions with no task present are left out), the
+        correct/judged counts behind them, and the skipped items."""
+        out = super().summary(tasks, results)
+        correct: dict[str, int] = {}
+        judged: dict[str, int] = {}
+        for name, r in results.items():
+            n = r.n - r.n_errors
+            if n <= 0 or name not in DIMENSION_OF:
+                continue
+            dim = DIMENSION_OF[name]
+            # accuracy is correct/n with integer counts, so rounding recovers the count exactly
+            correct[dim] = correct.get(dim, 0) + round(r.metrics.get("accuracy", 0.0) * n)
+            judged[dim] = judged.get(dim, 0) + n
+        order = [d for d in DIMENSIONS if d in judged]
+        total_c, total_n = sum(correct.values()), sum(judged.values())
+        out.update({
+            "accuracy": total_c / total_n if total_n else 0.0,
+            "dimensions": {d: correct[d] / judged[d] for d in order},
+            "n_correct": total_c,
+            "n_judged": total_n,
+            "dimension_counts": {d: {"correct": correct[d], "n": judged[d]} for d in order},
+            "problems": list(self.problems),
+        })
+        for d in order:
+            print(f"Dimension: {d} ({ABBREVIATIONS[d]}) | Accuracy: {100 * correct[d] / judged[d]:.2f}% "
+                  f"({correct[d]}/{judged[d]})", flush=True)
+        print(f"Overall | Accuracy: {100 * out['accuracy']:.2f}% ({total_c}/{total_n})", flush=True)
+        return out

@@ -64,9 +64,11 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None) -> dict[str
     summary: dict[str, Any] = {}
     try:
         model_name = built.model.name if built.model else None
-        tags = [f"benchmark:{built.benchmark.name}", f"model:{model_name}"] + \
+        tags = [f"benchmark:{built.benchmark.name}"] + ([f"model:{model_name}"] if model_name else []) + \
                [f"judge:{n}" for n in built.panel.names]
-        tracker.start(run_dir=run_dir, name=f"{built.benchmark.name}-{model_name}", config=config,
+        # Judge-only benchmarks (win rate, judging prediction folders) have no model under test.
+        subject = model_name or "+".join(t.name for t in built.tasks[:2]) or "run"
+        tracker.start(run_dir=run_dir, name=f"{built.benchmark.name}-{subject}", config=config,
                       group=group, tags=tags)
         task_results, records = asyncio.run(execute(built, run_dir, seed=int(cfg.seed),
                                                     show_progress=bool(cfg.progress)))
@@ -85,8 +87,11 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None) -> dict[str
             "config": config,
         }
         write_json(run_dir / "results.json", results)
-        for name, block in results["tasks"].items():
-            tracker.log_task(name, records[name], block)
+        for task in built.tasks:
+            tracker.log_task(task.name, records[task.name], results["tasks"][task.name])
+            extras = task.extras(records[task.name], task_results[task.name], run_dir)
+            if extras:
+                tracker.log_extra(**extras)
         failed = False
     finally:
         try:

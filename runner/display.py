@@ -80,7 +80,9 @@ class Display:
         from rich.console import Console
         from rich.table import Table
 
-        title = f"{results.get('benchmark')} · model {results.get('model')}"
+        title = str(results.get("benchmark"))
+        if results.get("model"):
+            title += f" · model {results['model']}"
         if results.get("judges"):
             title += " · judges " + ", ".join(results["judges"])
         table = Table(title=title, title_justify="left")

@@ -470,3 +470,15 @@ def test_cli_compares_two_files_with_the_contract_override_syntax(fake_llm, tmp_
             for j in r["judgements"]}
     assert seen == {(sid, j): "x" if a_shown_first(7, j, q) else "y"
                     for sid, q in QUESTIONS.items() for j in ("judge1", "judge_first")}
+
+
+def test_wandb_run_gets_the_chart_and_the_rationale_table(fake_llm, tmp_path, monkeypatch):
+    from test_wandb_tracker import read_offline_run
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    _, _, run_dir = run(fake_llm, tmp_path, ["judge1"], "tracker=wandb")
+    (sync,) = run_dir.glob("wandb/offline-run-*")
+    logged = read_offline_run(sync)
+    assert f"rationales/{TASK}" in logged["tables"]
+    assert any(f"charts/{TASK}" in key for row in logged["history"] for key in row)
+    assert logged["run"].display_name == f"win_rate-{TASK}"

@@ -93,6 +93,11 @@ class Task:
     def finalize(self, records: Sequence[Mapping[str, Any]], result: TaskResult, run_dir: Path) -> None:
         """After aggregation: write any benchmark-specific files (default: nothing)."""
 
+    def extras(self, records: Sequence[Mapping[str, Any]], result: TaskResult, run_dir: Path
+               ) -> dict[str, Any]:
+        """Extra tables and images for the tracker (`log_extra` keyword arguments); default none."""
+        return {}
+
     async def close(self) -> None:
         """After the last sample (also when the run stops early): release what `evaluate` started, such as
         tool servers (default: nothing)."""

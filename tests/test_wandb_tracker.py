@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import logging
 import struct
 import subprocess
@@ -58,7 +59,20 @@ def _items(updates: Any) -> dict[str, Any]:
 
 
 def read_offline_run(sync_dir: Path) -> dict[str, Any]:
-    """The parts of an offline run the tests check: run record, final summary, history, tables."""
+    """The parts of an offline run the tests check: run record, final summary, history, tables.
+
+    wandb-core may still be flushing the log when `finish()` returns on a loaded machine: wait (bounded)
+    until the run and exit records are on disk.
+    """
+    for _ in range(100):
+        found = _read_offline_run(sync_dir)
+        if found["run"] is not None and found["exit_code"] is not None:
+            return found
+        time.sleep(0.1)
+    return _read_offline_run(sync_dir)
+
+
+def _read_offline_run(sync_dir: Path) -> dict[str, Any]:
     (log_file,) = sync_dir.glob("run-*.wandb")
     run: Any = None
     summary: dict[str, Any] = {}
@@ -80,7 +94,8 @@ def read_offline_run(sync_dir: Path) -> dict[str, Any]:
     tables = {key[: -len("/path")]: json.loads((sync_dir / "files" / value).read_text())
               for row in history for key, value in row.items()
               if key.endswith("/path") and str(value).endswith(".table.json")}  # not images
-    return {"run": run, "config": {i.key: json.loads(i.value_json) for i in run.config.update},
+    config = {i.key: json.loads(i.value_json) for i in run.config.update} if run is not None else {}
+    return {"run": run, "config": config,
             "summary": summary, "history": history, "tables": tables, "artifacts": artifacts,
             "exit_code": exit_code}
 

@@ -1,10 +1,12 @@
 """EVE judged tasks: open-ended answers (with or without context documents) and refusal.
 
 A panel of judges grades each reply with a rubric from `prompts/`; metrics are EVE's multi-judge set.
+`reference_metrics` adds reference-based scores next to the judges (runner/metrics/reference.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,6 +16,7 @@ from runner.judges.panel import json_schema_format
 from runner.judges.parsers import parse_binary
 from runner.metrics.core import judge_panel_metrics
 from runner.metrics.records import task_result
+from runner.metrics.reference import ReferenceScorer, check, metric_names
 from runner.prompts import render
 from runner.types import Judgement, Sample, TaskResult
 
@@ -29,11 +32,16 @@ class JudgedTask(GenerativeTask):
     needs_judges = True
     headline = "judge_voting"
 
-    def __init__(self, name: str, prompt: str, rubric: str, system: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, name: str, prompt: str, rubric: str, system: str | None = None,
+                 reference_metrics: Sequence[str] = (), embedding_model: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         self.user_prompt = prompt
         self.system_prompt = system
         self.rubric = rubric
+        # Checked here, at build time: a missing optional library stops the run before any request.
+        selected = check(reference_metrics or (), f"benchmark.specs.{name}.reference_metrics", embedding_model)
+        self.reference_scorer = ReferenceScorer(selected, embedding_model)
 
     def to_sample(self, row: Mapping[str, Any], index: int) -> Sample:
         require(row, "Question", "Answer")
@@ -46,15 +54,31 @@ class JudgedTask(GenerativeTask):
     async def score(self, sample: Sample, text: str, ctx: Context) -> Scored:
         assert ctx.panel is not None
         prompt = render(self.prompt_dir, self.rubric, **self.rubric_vars(sample, text))
-        judgements, usage = await ctx.panel.judge(prompt, parse_binary, BINARY_FORMAT)
-        return Scored(answer=None, scores=per_sample_scores(judgements), judgements=judgements,
-                      judge_usage=usage)
+        judged = ctx.panel.judge(prompt, parse_binary, BINARY_FORMAT)
+        if self.reference_scorer:
+            # The embedding models run in a worker thread while the judges are asked.
+            (judgements, usage), reference = await asyncio.gather(
+                judged, asyncio.to_thread(self.reference_scorer.score, text, str(sample.target)))
+        else:
+            (judgements, usage), reference = await judged, {}
+        return Scored(answer=None, scores={**per_sample_scores(judgements), **reference},
+                      judgements=judgements, judge_usage=usage)
+
+    def finished(self, record: Mapping[str, Any]) -> bool:
+        # A record kept from a run without (some of) the selected reference metrics is asked again.
+        return super().finished(record) and self.reference_scorer.has_scores(record)
 
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
         judges = judge_names(records)
-        zero = judge_panel_metrics([], judges)
-        return task_result(records, lambda ok: judge_panel_metrics([judge_scores(r) for r in ok], judges),
-                           zero=zero, per_sample=lambda r: judge_panel_metrics([judge_scores(r)], judges))
+        refs = self.reference_scorer
+        zero = {**judge_panel_metrics([], judges), **{m: 0.0 for m in metric_names(refs.selected)}}
+
+        def metrics(ok: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+            return {**judge_panel_metrics([judge_scores(r) for r in ok], judges), **refs.aggregate(ok)}
+
+        return task_result(records, metrics, zero=zero,
+                           per_sample=lambda r: {**judge_panel_metrics([judge_scores(r)], judges),
+                                                 **refs.per_sample(r)})
 
 
 def per_sample_scores(judgements: Sequence[Judgement]) -> dict[str, float]:

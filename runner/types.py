@@ -120,6 +120,8 @@ class TaskResult:
     error_ids: list[Any] = field(default_factory=list)
     stderr: dict[str, float] = field(default_factory=dict)
     """Standard error of each metric that is a mean over samples (absent for P/R/F1 and the like)."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Task-specific counts that are not rates (kept out of `metrics`, whose values are rates)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form with the contract's keys first."""

@@ -211,8 +211,7 @@ def expected_metrics(rows: list[dict[str, Any]]) -> dict[str, float]:
     precision, recall = overlap_total / pred_total, overlap_total / gold_total
     return {"span_iou": sum(ious) / len(ious), "span_spearman": sum(cors) / len(cors),
             "span_precision": precision, "span_recall": recall,
-            "span_f1": 2 * precision * recall / (precision + recall),
-            "span_unmatched_quotes": 1.0, "span_unparsed": 1.0}
+            "span_f1": 2 * precision * recall / (precision + recall)}
 
 
 def spans_overrides(url: str, run_dir: Path, data_dir: Path = EVE_SAMPLE) -> list[str]:
@@ -228,6 +227,7 @@ def test_hallucination_spans_end_to_end_matches_metrics_computed_from_the_data(f
     assert set(results["tasks"]) == {"hallucination_spans"}
     assert block["n"] == 16 and block["n_errors"] == 0
     assert block["metrics"] == pytest.approx(expected_metrics(_rows()))
+    assert block["counts"] == {"span_unmatched_quotes": 1, "span_unparsed": 1}  # one phantom quote, one bad reply
     assert results["summary"]["headline"] == {"hallucination_spans": block["metrics"]["span_iou"]}
 
     # The model was asked for structured output, no judge was called.

@@ -156,13 +156,14 @@ class HallucinationSpans(GenerativeTask):
             rows = [r["scores"] for r in ok]
             out = {m: mean(row[m] for row in rows) for m in MEAN_METRICS}
             out.update(micro_prf(rows))
-            # Counts, not rates: how often the model quoted text that is not in the answer, and how
-            # many replies were not the JSON asked for.
-            out["span_unmatched_quotes"] = float(sum(row["unmatched_quotes"] for row in rows))
-            out["span_unparsed"] = float(sum(r["answer"] is None for r in ok))
             return out
 
-        zero = {m: 0.0 for m in (*MEAN_METRICS, "span_precision", "span_recall", "span_f1",
-                                 "span_unmatched_quotes", "span_unparsed")}
-        return task_result(records, metrics, zero=zero,
-                           per_sample=lambda r: {m: r["scores"][m] for m in MEAN_METRICS})
+        zero = {m: 0.0 for m in (*MEAN_METRICS, "span_precision", "span_recall", "span_f1")}
+        result = task_result(records, metrics, zero=zero,
+                             per_sample=lambda r: {m: r["scores"][m] for m in MEAN_METRICS})
+        # Counts, not rates (so not in `metrics`): quotes the model made that are not in the answer,
+        # and replies that were not the JSON asked for.
+        ok = [r for r in records if r.get("status") != "error"]
+        result.counts = {"span_unmatched_quotes": int(sum(r["scores"]["unmatched_quotes"] for r in ok)),
+                         "span_unparsed": sum(r["answer"] is None for r in ok)}
+        return result

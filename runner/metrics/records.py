@@ -34,3 +34,12 @@ def task_result(records: Records, metrics: Callable[[Records], dict[str, float]]
         errs = {m: stderr([row[m] for row in rows]) for m in rows[0]}
     return TaskResult(n=len(records), n_invalid=len(invalid), invalid_ids=invalid, metrics=values,
                       n_errors=len(errors), error_ids=errors, stderr=errs)
+
+
+def judge_names(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Judge names in first-seen order across the records."""
+    names: dict[str, None] = {}
+    for r in records:
+        for j in r.get("judgements", []):
+            names.setdefault(j["judge"], None)
+    return list(names)

@@ -15,7 +15,7 @@ from runner.benchmarks.generative import GenerativeTask, Scored
 from runner.judges.panel import json_schema_format
 from runner.judges.parsers import parse_binary
 from runner.metrics.core import judge_panel_metrics
-from runner.metrics.records import task_result
+from runner.metrics.records import judge_names, task_result
 from runner.metrics.reference import ReferenceScorer, check, metric_names
 from runner.prompts import render
 from runner.types import Judgement, Sample, TaskResult
@@ -95,15 +95,6 @@ def per_sample_scores(judgements: Sequence[Judgement]) -> dict[str, float]:
 def judge_scores(record: Mapping[str, Any]) -> dict[str, float]:
     """{judge: pass} from a record's judgements (invalid and failed count as a fail)."""
     return {j["judge"]: Judgement.from_dict(j).passed for j in record.get("judgements", [])}
-
-
-def judge_names(records: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Judge names in first-seen order across the records."""
-    names: dict[str, None] = {}
-    for r in records:
-        for j in r.get("judgements", []):
-            names.setdefault(j["judge"], None)
-    return list(names)
 
 
 class OpenEnded(JudgedTask):

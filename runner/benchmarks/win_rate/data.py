@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import DataError
+from runner.sources import BAD_ROW, read_jsonl
 
 QUESTION_COLUMNS = ("Question", "doc\\.Question", "doc.Question", "question")
 REFERENCE_COLUMNS = ("target", "Answer", "reference")
@@ -116,18 +117,12 @@ def unwrap_response(cell: str) -> str:
 def _read_samples(path: Path) -> Outputs:
     records: dict[str, dict[str, Any]] = {}
     out = Outputs(path=path, rows=[])
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                out.unusable.append((f"line {lineno}", "not valid JSON"))
-                continue
-            if not isinstance(rec, dict) or "id" not in rec:
-                out.unusable.append((f"line {lineno}", "not a sample record (no id)"))
-                continue
+    for index, rec in enumerate(read_jsonl(path)):
+        if BAD_ROW in rec:  # read_jsonl's placeholder for a line that is not a JSON object
+            out.unusable.append((f"row {index}", rec[BAD_ROW]))
+        elif "id" not in rec:
+            out.unusable.append((f"row {index}", "not a sample record (no id)"))
+        else:
             records[str(rec["id"])] = rec  # a resumed run re-appends a sample: the last line is the answer
     for rec in records.values():
         question = record_question(rec)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner.benchmarks.eve.judged import judge_names
+from runner.metrics.records import judge_names
 from runner.benchmarks.win_rate.metrics import Tally, judgement_of, tally
 from runner.types import TaskResult
 

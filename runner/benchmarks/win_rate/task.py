@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.benchmarks.base import Context, Task
-from runner.benchmarks.eve.judged import judge_names
+from runner.metrics.records import judge_names
 from runner.benchmarks.win_rate.data import Pairing, question_key
 from runner.benchmarks.win_rate.metrics import TIE, pairwise_metrics
 from runner.judges.panel import Panel, json_schema_format

@@ -38,12 +38,18 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
-def _redact_saved_config(run_dir: Path) -> None:
-    """Hydra saved the composed config and the overrides as given; mask every secret in them."""
-    from runner.redact import redact_yaml_file
+def _save_config(cfg: Any, hc: Any, run_dir: Path) -> None:
+    """What Hydra would save in `.hydra/` (it is told not to), with every secret masked before it is
+    written, and only once the run is accepted: a refused resume leaves the run dir as it was."""
+    from omegaconf import OmegaConf
 
-    for name in ("config.yaml", "overrides.yaml", "hydra.yaml"):
-        redact_yaml_file(run_dir / ".hydra" / name)
+    from runner.redact import write_redacted_yaml
+
+    folder = run_dir / ".hydra"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_redacted_yaml(OmegaConf.to_container(cfg, resolve=False), folder / "config.yaml")
+    write_redacted_yaml({"hydra": OmegaConf.to_container(hc, resolve=False)}, folder / "hydra.yaml")
+    write_redacted_yaml(list(hc.overrides.task), folder / "overrides.yaml")
 
 
 class _RedactingFilter(logging.Filter):
@@ -65,14 +71,22 @@ def _job(cfg: Any) -> None:
     run_dir = Path(hc.runtime.output_dir)
     for handler in logging.getLogger().handlers:
         handler.addFilter(_RedactingFilter())
-    _redact_saved_config(run_dir)
     multirun = hc.mode == RunMode.MULTIRUN
-    (run_dir / "error.txt").unlink(missing_ok=True)  # a resumed job starts with a clean slate
+
+    def accepted() -> None:
+        (run_dir / "error.txt").unlink(missing_ok=True)  # a resumed job starts with a clean slate
+        _save_config(cfg, hc, run_dir)
+
     try:
-        from runner.app import run
+        from runner.app import incomplete, run
+        from runner.errors import IncompleteRun
         from runner.report import sweep_group
 
-        run(cfg, run_dir, group=sweep_group(hc.sweep.dir) if multirun else None)
+        results = run(cfg, run_dir, group=sweep_group(hc.sweep.dir) if multirun else None, accepted=accepted)
+        reason = incomplete(results, float(cfg.fail_on_error))
+        if reason:
+            raise IncompleteRun(f"{reason}; results are in {run_dir / 'results.json'}; re-run with "
+                                f"hydra.run.dir={run_dir} to ask the failed samples again")
     except KeyboardInterrupt:
         _fail("interrupted; finished samples are saved; re-run with "
               f"hydra.run.dir={run_dir} to resume", 130)

@@ -7,17 +7,20 @@ import logging
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from runner.benchmarks.base import Context
 from runner.build import build
 from runner.display import Display
-from runner.pipeline import execute, timestamp, usage_summary
+from runner.errors import ConfigError
+from runner.pipeline import execute, plan, timestamp, usage_summary
 from runner.redact import redact
-from runner.tracking.local import write_json
+from runner.tracking.local import SampleStore, write_json
 
 log = logging.getLogger("runner")
 
@@ -53,16 +56,34 @@ def provenance(run_dir: Path) -> dict[str, Any]:
     return {"git": git, "versions": versions, "python": sys.version.split()[0], "run_dir": str(run_dir)}
 
 
-def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None) -> dict[str, Any]:
-    """Run the configured evaluation into `run_dir` and return the results.json content."""
+def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
+        accepted: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Run the configured evaluation into `run_dir` and return the results.json content.
+
+    Everything that can refuse the run (config, keys, a resume with other fingerprints) is checked before
+    the first file is written or request sent; then `accepted()` runs (the CLI saves the config there).
+    """
+    if cfg.resume not in ("auto", "refresh"):
+        raise ConfigError(f"resume: '{cfg.resume}' is not a resume mode; use resume=auto (the default) or "
+                          "resume=refresh")
+    if not 0.0 <= float(cfg.fail_on_error) <= 1.0:
+        raise ConfigError(f"fail_on_error: {cfg.fail_on_error} is not a share in [0, 1]")
     run_dir.mkdir(parents=True, exist_ok=True)
     config = resolved_config(cfg)
     started, t0 = timestamp(), time.perf_counter()
     built = build(cfg, run_dir)
     tracker = built.tracker
-    failed = True
+    tracking = failed = False
     summary: dict[str, Any] = {}
     try:
+        built.check_keys()
+        store = SampleStore(run_dir)
+        ctx = Context(model=built.model, panel=built.panel, seed=int(cfg.seed), run_dir=run_dir)
+        planned = plan(built, store, ctx, resume=str(cfg.resume))
+        if accepted is not None:
+            accepted()
+        built.start_servers(run_dir)
+        failed = True
         model_name = built.model.name if built.model else None
         tags = [f"benchmark:{built.benchmark.name}"] + ([f"model:{model_name}"] if model_name else []) + \
                [f"judge:{n}" for n in built.panel.names]
@@ -70,7 +91,8 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None) -> dict[str
         subject = model_name or "+".join(t.name for t in built.tasks[:2]) or "run"
         tracker.start(run_dir=run_dir, name=f"{built.benchmark.name}-{subject}", config=config,
                       group=group, tags=tags)
-        task_results, records = asyncio.run(execute(built, run_dir, seed=int(cfg.seed),
+        tracking = True
+        task_results, records = asyncio.run(execute(built, planned, store, ctx,
                                                     show_progress=bool(cfg.progress)))
         summary = built.benchmark.summary(built.tasks, task_results)
         results = {
@@ -95,7 +117,8 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None) -> dict[str
         failed = False
     finally:
         try:
-            tracker.finish(summary, failed=failed)
+            if tracking:
+                tracker.finish(summary, failed=failed)
         finally:
             if built.cache is not None:
                 built.cache.close()
@@ -103,6 +126,21 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None) -> dict[str
     Display(enabled=False).table(results)
     _report_problems(results)
     return results
+
+
+def incomplete(results: dict[str, Any], fail_on_error: float) -> str | None:
+    """Why a run that wrote its results still exits 1: samples ended as errors beyond `fail_on_error` (a
+    share of all samples), or a task has no scored sample. None when every sample was asked and scored."""
+    tasks = results.get("tasks") or {}
+    empty = [name for name, block in tasks.items() if block.get("n", 0) - block.get("n_errors", 0) <= 0]
+    total = sum(block.get("n", 0) for block in tasks.values())
+    errors = sum(block.get("n_errors", 0) for block in tasks.values())
+    if empty:
+        return f"task(s) {', '.join(empty)} have no scored sample (their metrics are null)"
+    if errors and errors / total > fail_on_error:
+        return (f"{errors} of {total} sample(s) ended as errors (error_ids in results.json; allowed share "
+                f"fail_on_error={fail_on_error:g})")
+    return None
 
 
 def _totals(usage: dict[str, Any]) -> dict[str, Any]:
@@ -116,5 +154,5 @@ def _report_problems(results: dict[str, Any]) -> None:
         log.warning("%d sample(s) failed and are left out of the metrics (error_ids in results.json); "
                     "re-run with the same hydra.run.dir to retry only them", s["n_errors"])
     if s.get("n_invalid"):
-        log.warning("%d sample(s) had an invalid or failed judgement, counted as a fail "
-                    "(invalid_ids in results.json)", s["n_invalid"])
+        log.warning("%d sample(s) had a judge reply that could not be parsed, counted as a fail "
+                    "(invalid_ids in results.json; the raw replies are in the samples files)", s["n_invalid"])

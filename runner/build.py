@@ -15,7 +15,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from runner.benchmarks.base import Benchmark, Task
-from runner.errors import ConfigError
+from runner.errors import ConfigError, EndpointError
 from runner.judges.panel import Panel
 from runner.models.cache import ResponseCache, default_cache_dir
 from runner.models.litellm_model import Endpoint, endpoint_from_config
@@ -65,61 +65,94 @@ class Built:
     tracker: Any
     cache: ResponseCache | None
     stack: ExitStack = field(default_factory=ExitStack)
+    servers: list[tuple[LocalServer, list[Endpoint]]] = field(default_factory=list)
+    """Embedded servers to start once the run is accepted, with the endpoints they serve."""
 
     def endpoints(self) -> list[Endpoint]:
         """The model under test and every judge."""
         return ([self.model] if self.model else []) + list(self.panel.judges)
 
+    def check_keys(self) -> None:
+        """Before any request: an endpoint whose provider needs a key it does not have stops the run."""
+        for endpoint in self.endpoints():
+            variable = endpoint.missing_key()
+            if variable:
+                raise EndpointError(f"{endpoint.name} ({endpoint.model}) needs an API key: {variable} is not set "
+                                    "and the entry has no api_key; export it (or set api_key: "
+                                    f"${{oc.env:{variable.split(' or ')[0]}}} in its YAML); no request was sent")
 
-def build(cfg: DictConfig, run_dir: Path, *, start_servers: bool = True) -> Built:
-    """Build the run's objects and check capabilities before any request is sent.
+    def start_servers(self, run_dir: Path) -> None:
+        """Start the embedded servers (stopped by `stack`) and point their endpoints at them."""
+        for server, endpoints in self.servers:
+            log.info("Starting the embedded model server for %s (%s)", ", ".join(e.name for e in endpoints),
+                     server.gguf)
+            self.stack.callback(server.stop)
+            server.start(log_path=run_dir / "local_server.log")
+            for endpoint in endpoints:
+                endpoint.api_base = server.api_base
 
-    Embedded servers are started only for entries the selected tasks use, and stopped by `Built.stack`.
+
+def build(cfg: DictConfig, run_dir: Path) -> Built:
+    """Build the run's objects and check them before any request is sent; start nothing, write nothing.
+
+    Embedded servers are attached to the entries the selected tasks use; `Built.start_servers` starts them.
     """
     benchmark = instantiate(cfg.benchmark, "benchmark")
     tasks = benchmark.build_tasks()
-    cache = None
-    if cfg.cache.enabled:
-        cache = ResponseCache(cfg.cache.dir or default_cache_dir())
     needs_model = any(t.needs_model for t in tasks)
     needs_judges = any(t.needs_judges for t in tasks)
     judge_entries = [_plain(j) for j in cfg.judges.panel] if needs_judges else []
     if needs_judges and not judge_entries:
         judged = ", ".join(t.name for t in tasks if t.needs_judges)
-        raise ConfigError(f"judges.panel is empty but task(s) {judged} need judges; pick judges=local, "
-                          "judges=one or judges=three, or drop them with benchmark.tasks=[...]")
+        raise ConfigError(f"judges.panel is empty but task(s) {judged} need judges; pick a panel with "
+                          f"judges=NAME ({', '.join(_panels())}), or drop them with benchmark.tasks=[...]")
     names = [j["name"] for j in judge_entries]
     if len(set(names)) != len(names):
         raise ConfigError(f"judges.panel: judge names must be unique (got {', '.join(names)})")
     model_entry = _plain(cfg.model) if needs_model else None
-    stack = ExitStack()
-    try:
-        servers: dict[Any, LocalServer] = {}
-        for where, entry in [("model", model_entry)] + [(f"judges.panel[{i}]", e)
-                                                          for i, e in enumerate(judge_entries)]:
-            if entry and entry.get("server"):
-                _attach_server(entry, where, servers, stack, run_dir, start_servers)
-        model = endpoint_from_config(model_entry, cache) if model_entry else None
-        panel = Panel([endpoint_from_config(e, cache) for e in judge_entries])
-        tracker = instantiate(cfg.tracker, "tracker")
-    except BaseException:
-        stack.close()
-        raise
-    return Built(benchmark=benchmark, tasks=tasks, model=model, panel=panel, tracker=tracker,
-                 cache=cache, stack=stack)
+    if model_entry and not model_entry.get("server") and any(j.get("server") for j in judge_entries):
+        raise ConfigError(f"model {model_entry['name']} would be graded by the embedded demo judge, which "
+                          "only grades the embedded demo model; choose a real panel with judges=NAME "
+                          f"({', '.join(p for p in _panels() if p != 'local')}) or your own judges file")
+    cache = ResponseCache(cfg.cache.dir or default_cache_dir()) if cfg.cache.enabled else None
+    servers: dict[Any, tuple[LocalServer, list[dict[str, Any]]]] = {}
+    for where, entry in [("model", model_entry)] + [(f"judges.panel[{i}]", e)
+                                                      for i, e in enumerate(judge_entries)]:
+        if entry and entry.get("server"):
+            _attach_server(entry, where, servers)
+    model = endpoint_from_config(model_entry, cache) if model_entry else None
+    if model is not None and cfg.get("rejudge"):
+        from runner.models.replay import ReplayEndpoint
+
+        model = ReplayEndpoint(model, Path(cfg.rejudge))
+        for _, entries in servers.values():  # the replayed model needs no server
+            entries[:] = [e for e in entries if e is not model_entry]
+        servers = {k: v for k, v in servers.items() if v[1]}
+        model_entry = None
+    judges = [endpoint_from_config(e, cache) for e in judge_entries]
+    by_entry = {id(e): ep for e, ep in zip(judge_entries, judges, strict=True)}
+    if model_entry is not None and model is not None:
+        by_entry[id(model_entry)] = model
+    tracker = instantiate(cfg.tracker, "tracker")
+    return Built(benchmark=benchmark, tasks=tasks, model=model, panel=Panel(judges), tracker=tracker,
+                 cache=cache, servers=[(server, [by_entry[id(e)] for e in entries])
+                                       for server, entries in servers.values()])
 
 
-def _attach_server(entry: dict[str, Any], where: str, servers: dict[Any, LocalServer], stack: ExitStack,
-                   run_dir: Path, start: bool) -> None:
+def _panels() -> list[str]:
+    """The judge panels shipped in conf/judges (a user's own come through hydra.searchpath)."""
+    folder = Path(__file__).resolve().parent.parent / "conf" / "judges"
+    return sorted(p.stem for p in folder.glob("*.yaml") if p.stem != "none")
+
+
+def _attach_server(entry: dict[str, Any], where: str,
+                   servers: dict[Any, tuple[LocalServer, list[dict[str, Any]]]]) -> None:
     server: LocalServer = instantiate(entry["server"], f"{where}.server")
-    shared = servers.get(server.key)
-    if shared is None:
-        servers[server.key] = shared = server
-        if start:
-            log.info("Starting the embedded model server for %s (%s)", where, server.gguf)
-            stack.callback(server.stop)
-            shared.start(log_path=run_dir / "local_server.log")
-    # The embedded server takes any key; litellm's openai provider insists on having one.
-    entry["api_base"] = shared.api_base
+    if server.key not in servers:
+        servers[server.key] = (server, [])
+    servers[server.key][1].append(entry)
+    # The embedded server takes any key; litellm's openai provider insists on having one. Its address
+    # is new every run, so caches and fingerprints know it by what it serves.
     entry["api_key"] = entry.get("api_key") or "local"
+    entry["origin"] = f"embedded:{server.gguf}"
     entry.pop("server", None)

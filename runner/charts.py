@@ -6,6 +6,7 @@ its own Agg canvas, so nothing needs a display and no global figure state is sha
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -104,12 +105,12 @@ def comparison_bars(rows: list[dict[str, Any]], path: Path) -> Path | None:
             bench, name = task.split("/", 1)
             row = next((r for r in rows if r["model"] == model and r["benchmark"] == bench and r["task"] == name
                         and r["metric"] == picked[task]), None)
-            value = float(row["value"]) if row else 0.0
+            value = _num(row["value"]) if row else math.nan  # NaN draws no bar: a null is not a 0
             values.append(value)
             low = row.get("ci_low") if row else None
             high = row.get("ci_high") if row else None
-            errs[0].append(value - low if low is not None else 0.0)
-            errs[1].append(high - value if high is not None else 0.0)
+            errs[0].append(value - low if low is not None and value == value else 0.0)
+            errs[1].append(high - value if high is not None and value == value else 0.0)
         xs = [t + (i - (len(models) - 1) / 2) * width for t in range(len(tasks))]
         ax.bar(xs, values, width=width, label=str(model), yerr=errs, capsize=3)
     ax.set_xticks(range(len(tasks)), [f"{t}\n({picked[t]})" for t in tasks], fontsize=7, rotation=20, ha="right")
@@ -131,7 +132,7 @@ def judge_agreement_bars(rows: list[dict[str, Any]], path: Path) -> Path | None:
     ax = fig.subplots()
     width = 0.8 / max(1, len(models))
     for i, model in enumerate(models):
-        values = [next((float(r["value"]) for r in found if r["model"] == model and r["task"] == t), 0.0)
+        values = [next((_num(r["value"]) for r in found if r["model"] == model and r["task"] == t), math.nan)
                   for t in tasks]
         ax.bar([t + (i - (len(models) - 1) / 2) * width for t in range(len(tasks))], values, width=width,
                label=str(model))
@@ -141,3 +142,8 @@ def judge_agreement_bars(rows: list[dict[str, Any]], path: Path) -> Path | None:
     ax.legend(fontsize=8, frameon=False)
     ax.set_title("judge agreement", fontsize=10)
     return _save(fig, path)
+
+
+def _num(value: Any) -> float:
+    """A chart value: a null metric (no scored sample) becomes NaN, which draws nothing."""
+    return math.nan if value is None or value == "" else float(value)

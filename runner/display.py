@@ -103,4 +103,6 @@ class Display:
 
 
 def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"  # no scored sample: no number
     return f"{value:.4f}" if isinstance(value, float) else str(value)

@@ -33,3 +33,9 @@ class CallError(Exception):
         super().__init__(message)
         self.attempts = attempts
         self.retryable = retryable
+
+
+class IncompleteRun(RunnerError):
+    """Results were written, but samples ended as errors beyond `fail_on_error` or a task has none scored."""
+
+    exit_code = 1

@@ -7,16 +7,16 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from runner.benchmarks.base import Context, Loaded, Task
 from runner.build import Built
 from runner.display import Display
 from runner.errors import CallError, ConfigError, RunnerError
+from runner.fingerprint import changed, describe_changes, fingerprint, names
 from runner.redact import redact_text
-from runner.tracking.local import SampleStore, latest, record_key, write_json
-from runner.types import Sample, SampleRecord, TaskResult
+from runner.tracking.local import SampleStore, latest, record_key
+from runner.types import CURRENT_SAMPLE, Sample, SampleRecord, TaskResult
 
 log = logging.getLogger("runner")
 
@@ -26,6 +26,16 @@ class _Job:
     task: Task
     loaded: Loaded
     sample: Sample
+    fingerprint: str
+
+
+@dataclass
+class Plan:
+    """What a run will do, decided before anything is written: the data, and the samples to ask."""
+
+    loaded: dict[str, Loaded]
+    jobs: list[_Job]
+    kept: dict[str, int]
 
 
 def error_record(task: Task, sample_id: Any, prompt: Any, reference: Any, error: str,
@@ -36,9 +46,10 @@ def error_record(task: Task, sample_id: Any, prompt: Any, reference: Any, error:
 
 
 async def _evaluate(job: _Job, ctx: Context) -> dict[str, Any]:
+    CURRENT_SAMPLE.set((job.task.name, record_key(job.sample.id)))
     try:
         record = await job.task.evaluate(job.sample, job.loaded.shots, ctx)
-        return record.to_dict()
+        return {**record.to_dict(), "fingerprint": job.fingerprint}
     except (RunnerError, asyncio.CancelledError):
         raise
     except CallError as exc:
@@ -47,56 +58,95 @@ async def _evaluate(job: _Job, ctx: Context) -> dict[str, Any]:
         log.debug("sample %s/%s failed", job.task.name, job.sample.id, exc_info=True)
         error = f"{type(exc).__name__}: {exc}"
     model = ctx.model.name if ctx.model else None
-    return error_record(job.task, job.sample.id, job.sample.input, job.sample.target, error, model)
+    record = error_record(job.task, job.sample.id, job.sample.input, job.sample.target, error, model)
+    return {**record, "fingerprint": job.fingerprint}
 
 
-def plan(built: Built, store: SampleStore) -> tuple[dict[str, Loaded], list[_Job], dict[str, int]]:
-    """Load every task and decide what to ask: samples without a finished record (`Task.finished`; by
-    default errors are re-asked)."""
+def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto") -> Plan:
+    """Load every task and decide what to ask: samples without a finished record whose fingerprint
+    matches this configuration. Writes nothing: a refused resume leaves the run dir as it was.
+
+    A finished record made with another configuration stops the run (ConfigError, naming what changed),
+    unless `resume="refresh"`: then exactly those samples are asked again.
+    """
     loaded: dict[str, Loaded] = {}
     jobs: list[_Job] = []
     kept: dict[str, int] = {}
-    model = built.model.name if built.model else None
+    problems: list[str] = []
     for task in built.tasks:
         data = built.benchmark.load(task)
         loaded[task.name] = data
         existing = store.load(task.name)
-        _check_same_model(existing.values(), model, store.path(task.name))
-        done = {k for k, r in existing.items() if task.finished(r)}
-        for bad_id, reason in data.bad:
-            if record_key(bad_id) not in done:
-                store.append(error_record(task, bad_id, None, None, reason, model))
-        todo = [s for s in data.samples if record_key(s.id) not in done]
-        kept[task.name] = len(data.samples) - len(todo)
-        jobs.extend(_Job(task, data, s) for s in todo)
-    return loaded, jobs, kept
+        counts: dict[str, int] = {}
+        stale: list[dict[str, Any]] = []
+        unbuildable: list[tuple[Any, str]] = []
+        kept[task.name] = 0
+        for sample in data.samples:
+            try:
+                fp = fingerprint(task.fingerprint_parts(sample, data.shots, ctx))
+            except Exception as exc:  # noqa: BLE001 - e.g. a template variable this row lacks
+                unbuildable.append((sample.id, f"cannot build the prompt: {type(exc).__name__}: {exc}"))
+                continue
+            rec = existing.get(record_key(sample.id))
+            if rec is not None and task.finished(rec):
+                if rec.get("fingerprint") == fp:
+                    kept[task.name] += 1
+                    continue
+                stale.append(rec)
+                for part in changed(rec.get("fingerprint"), fp):
+                    counts[part] = counts.get(part, 0) + 1
+            jobs.append(_Job(task, data, sample, fp))
+        if unbuildable and len(unbuildable) == len(data.samples):
+            raise ConfigError(f"benchmark.specs.{task.name}: no sample's prompt can be built "
+                              f"(sample {unbuildable[0][0]}: {unbuildable[0][1]}); check the task's templates")
+        if unbuildable:  # recorded as errors, like rows that could not become samples
+            ids = {record_key(i) for i, _ in unbuildable}
+            data.samples = [s for s in data.samples if record_key(s.id) not in ids]
+            data.bad.extend(unbuildable)
+        if counts:
+            problems.append(describe_changes(f"{task.name} ({len(stale)} finished sample(s))", counts,
+                                             _change_detail(stale, ctx)))
+    if problems and resume != "refresh":
+        raise ConfigError(f"{store.dir.parent} holds samples made with another configuration: "
+                          + "; ".join(problems) + "; re-run with resume=refresh to ask exactly those samples "
+                          "again (unchanged calls come from the cache), or choose a new hydra.run.dir")
+    return Plan(loaded=loaded, jobs=jobs, kept=kept)
 
 
-def _check_same_model(records: Any, model: str | None, path: Path) -> None:
-    """Resuming into a run dir written for another model would mix two models' answers."""
-    others = {r.get("model") for r in records if r.get("model") and r.get("model") != model}
-    if others:
-        raise ConfigError(f"{path} holds samples of model {', '.join(sorted(others))}, not {model}; "
-                          "resume with the same model, or choose a new hydra.run.dir")
+def _change_detail(stale: Sequence[dict[str, Any]], ctx: Context) -> dict[str, str]:
+    """Who made the stale records, where that is what changed: model or judge names."""
+    detail: dict[str, str] = {}
+    now_model = [ctx.model.name] if ctx.model else []
+    was_model = names(stale, "model")
+    if was_model and was_model != now_model:
+        detail["model"] = f"was {', '.join(was_model)}, now {', '.join(now_model) or 'none'}"
+    now_judges = ctx.panel.names if ctx.panel else []
+    was_judges = names(stale, "judges")
+    if was_judges and was_judges != now_judges:
+        detail["judges"] = f"was {', '.join(was_judges)}, now {', '.join(now_judges) or 'none'}"
+    return detail
 
 
-async def execute(built: Built, run_dir: Path, *, seed: int = 0, show_progress: bool = True
+async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context, *, show_progress: bool = True
                   ) -> tuple[dict[str, TaskResult], dict[str, list[dict[str, Any]]]]:
-    """Ask and score every pending sample, append each record as it finishes, and aggregate.
+    """Ask and score every planned sample, append each record as it finishes, and aggregate.
 
     Returns each task's results block and its records (as on disk).
     """
-    store = SampleStore(run_dir)
-    ctx = Context(model=built.model, panel=built.panel, seed=seed, run_dir=run_dir)
+    loaded, model = planned.loaded, (built.model.name if built.model else None)
     try:
-        loaded, jobs, kept = plan(built, store)
         display = Display(enabled=show_progress,
                           retries=lambda: sum(e.stats.retries for e in built.endpoints()))
         with display:
             for task in built.tasks:
-                total = len(loaded[task.name].samples) + len(loaded[task.name].bad)
-                display.add_task(task.name, total=total, done=kept[task.name] + len(loaded[task.name].bad))
-            await _run_jobs(jobs, ctx, store, display)
+                data = loaded[task.name]
+                done = {record_key(i) for i, r in store.load(task.name).items() if task.finished(r)}
+                for bad_id, reason in data.bad:
+                    if record_key(bad_id) not in done:
+                        store.append(error_record(task, bad_id, None, None, reason, model))
+                display.add_task(task.name, total=len(data.samples) + len(data.bad),
+                                 done=planned.kept[task.name] + len(data.bad))
+            await _run_jobs(planned.jobs, ctx, store, display)
     finally:
         store.close()
         await _close_tasks(built.tasks)
@@ -105,7 +155,7 @@ async def execute(built: Built, run_dir: Path, *, seed: int = 0, show_progress: 
     for task in built.tasks:
         records[task.name] = _records_of(task, loaded[task.name], store)
         results[task.name] = task.aggregate(records[task.name])
-        task.finalize(records[task.name], results[task.name], run_dir)
+        task.finalize(records[task.name], results[task.name], run_dir=store.dir.parent)
     return results, records
 
 

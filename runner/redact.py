@@ -77,5 +77,11 @@ def redact_yaml_file(path: Path) -> None:
         return
     from omegaconf import OmegaConf
 
-    data = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    write_redacted_yaml(OmegaConf.to_container(OmegaConf.load(path), resolve=False), path)
+
+
+def write_redacted_yaml(data: Any, path: Path) -> None:
+    """Write a plain config tree (or an overrides list) as YAML with every secret masked."""
+    from omegaconf import OmegaConf
+
     path.write_text(OmegaConf.to_yaml(OmegaConf.create(_mask_overrides(redact(data)))), encoding="utf-8")

@@ -63,6 +63,13 @@ class RunnerConfig:
     seed: int = 0
     progress: bool = True
     """Show rich progress bars (they turn off by themselves when stderr is not a terminal)."""
+    resume: str = "auto"
+    """`auto`: a re-run into the same run dir keeps finished samples whose fingerprint matches and stops
+    if any differs; `refresh`: ask exactly the samples whose fingerprint differs again."""
+    fail_on_error: float = 0.0
+    """The share of samples (in [0, 1]) that may end as errors with exit status 0."""
+    rejudge: Optional[str] = None
+    """Set by `python -m runner.rejudge SRC`: the model's replies come from SRC's records, not the model."""
 
 
 def package_dir(relative: str) -> str:

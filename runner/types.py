@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 Status = Literal["ok", "invalid", "error"]
+
+CURRENT_SAMPLE: ContextVar[tuple[str, str] | None] = ContextVar("current_sample", default=None)
+"""(task name, sample id as a string) of the sample being evaluated, set by the pipeline: lets an
+endpoint that replays recorded replies (runner.rejudge) find the one for this sample."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ class Judgement:
     judge: str
     """The judge entry's `name`."""
     status: Status
-    """`ok` when the reply parsed, `invalid` when it did not, `error` when the call failed after retries."""
+    """`ok` when the reply parsed, `invalid` when it did not."""
     verdict: str | None = None
     """The parsed label (`correct`, `incorrect`, `yes`, `A`, ...); None unless status is ok."""
     score: float | None = None
@@ -96,12 +101,16 @@ class SampleRecord:
     judgements: list[dict[str, Any]] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
     status: Status = "ok"
-    """`ok`; `invalid` when a judge reply was invalid or a judge call failed; `error` when the sample failed."""
+    """`ok`; `invalid` when a judge reply could not be parsed; `error` when a call failed after its
+    retries (the sample is asked again on resume)."""
     error: str | None = None
     model: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     """Per-role accounting: {"model": {...}, "judges": {name: {...}}}."""
     extra: dict[str, Any] = field(default_factory=dict)
+    fingerprint: str = ""
+    """What decided this record (data, prompt, model, judges), as `part=digest` pairs; a resume keeps a
+    record only while its fingerprint matches the current configuration."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -115,7 +124,8 @@ class TaskResult:
     n: int
     n_invalid: int
     invalid_ids: list[Any]
-    metrics: dict[str, float]
+    metrics: dict[str, float | None]
+    """Each metric's value; None (null) when no sample was scored."""
     n_errors: int = 0
     error_ids: list[Any] = field(default_factory=list)
     stderr: dict[str, float] = field(default_factory=dict)

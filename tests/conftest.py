@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,3 +88,19 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
+
+
+def cli(args: list[str], env: dict[str, str] | None = None, timeout: float = 180,
+        module: str = "runner") -> subprocess.CompletedProcess[str]:
+    """`python -m MODULE ARGS` from the repository root, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    """The error line; the contract wants exactly one, and no traceback."""
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]

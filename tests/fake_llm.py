@@ -12,6 +12,9 @@ they may be swapped on a running server.
 Faults: attempt ``i`` (0-based) of a distinct request body (canonical JSON,
 sorted keys) fails with ``faults[i]``; later attempts succeed.
 
+Credentials and models, as a real provider checks them: with ``api_key`` set, a request whose bearer
+token differs gets HTTP 401; with ``models`` set, a request for another model gets HTTP 404.
+
 Library use: ``with FakeLLM(default="B") as srv: ... srv.base_url ...``
 CLI use:     ``python tests/fake_llm.py --port 0 --latency 0.2 --default B``
              prints ``READY http://127.0.0.1:PORT/v1`` and serves until SIGTERM/SIGINT.
@@ -34,7 +37,14 @@ from typing import Any
 from aiohttp import web
 
 Reply = str | Callable[[dict[str, Any]], str]
-FAULT_KINDS = frozenset({"429", "500", "503", "timeout", "broken", "disconnect"})
+FAULT_KINDS = frozenset({"401", "403", "404", "429", "500", "503", "timeout", "broken", "disconnect"})
+# What a real provider says for each refusal, so the client maps them as it would in production.
+_REFUSALS = {
+    401: ("Incorrect API key provided (fake)", "invalid_request_error", "invalid_api_key"),
+    403: ("You are not allowed to use this model (fake)", "permission_error", "permission_denied"),
+    404: ("The model does not exist or you do not have access to it (fake)", "invalid_request_error",
+          "model_not_found"),
+}
 
 
 def _text_of(content: Any) -> str:
@@ -65,6 +75,12 @@ def _error(status: int, message: str, etype: str, headers: dict[str, str] | None
     return web.json_response(payload, status=status, headers=headers)
 
 
+def _refusal(status: int) -> web.Response:
+    message, etype, code = _REFUSALS[status]
+    payload = {"error": {"message": message, "type": etype, "param": None, "code": code}}
+    return web.json_response(payload, status=status)
+
+
 class FakeLLM:
     """An aiohttp server running on its own event loop in a daemon thread."""
 
@@ -79,6 +95,8 @@ class FakeLLM:
         fault_only_matching: str | None = None,
         model: str = "fake-model",
         port: int = 0,
+        api_key: str | None = None,
+        models: Sequence[str] | None = None,
     ) -> None:
         bad = [f for f in faults if f not in FAULT_KINDS]
         if bad:
@@ -91,6 +109,8 @@ class FakeLLM:
         self.hang = hang
         self.fault_only_matching = fault_only_matching
         self.model = model
+        self.api_key = api_key
+        self.models = None if models is None else set(models)
         self.requests: list[dict[str, Any]] = []
         self.attempts: dict[str, int] = {}
         self.count = 0
@@ -214,6 +234,15 @@ class FakeLLM:
         default = self.default
         return default(body) if callable(default) else default
 
+    def _check_access(self, request: web.Request, body: dict[str, Any]) -> web.Response | None:
+        if self.api_key is not None:
+            auth = request.headers.get("Authorization", "")
+            if auth != f"Bearer {self.api_key}":
+                return _refusal(401)
+        if self.models is not None and str(body.get("model")) not in self.models:
+            return _refusal(404)
+        return None
+
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
         with self._lock:
@@ -229,6 +258,9 @@ class FakeLLM:
             self.requests.append(body)
             attempt = self.attempts.get(key, 0)
             self.attempts[key] = attempt + 1
+        refused = self._check_access(request, body)
+        if refused is not None:
+            return refused
         if body.get("stream"):
             return _error(400, "streaming is not supported by the fake LLM server", "invalid_request_error")
         if self.latency > 0:
@@ -238,6 +270,8 @@ class FakeLLM:
         fault = faults[attempt] if attempt < len(faults) else None
         if fault and only is not None and not re.search(only, _match_text(body), re.S):
             fault = None
+        if fault in ("401", "403", "404"):
+            return _refusal(int(fault))
         if fault == "429":
             return _error(429, "Rate limit reached (fake)", "rate_limit_error", {"Retry-After": str(self.retry_after)})
         if fault in ("500", "503"):
@@ -289,6 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fault-only-matching", default=None)
     parser.add_argument("--rule", nargs=2, action="append", default=[], metavar=("PATTERN", "REPLY"))
     parser.add_argument("--model", default="fake-model")
+    parser.add_argument("--api-key", default=None, help="answer 401 to any other bearer token")
     args = parser.parse_args(argv)
 
     # Block the signals before the server thread exists so only sigwait() sees them.
@@ -304,6 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         fault_only_matching=args.fault_only_matching,
         model=args.model,
         port=args.port,
+        api_key=args.api_key,
     )
     print(f"READY {srv.start()}", flush=True)
     signal.sigwait(sigs)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -11,23 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import EVE_SAMPLE, ROOT, fake_model_overrides, read_jsonl, write_jsonl
+from conftest import EVE_SAMPLE, ROOT, cli, fake_model_overrides, one_line_error, read_jsonl, write_jsonl
 
 SECRET = "sk-" + "testsecretDONOTLEAK1234567890abcdef"  # built, so no key-shaped literal sits in the repo
-
-
-def cli(args: list[str], env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "runner", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
-
-
-def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
-    """The error line; the contract wants exactly one, and no traceback."""
-    assert proc.returncode != 0
-    assert "Traceback" not in proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
 
 
 def base_args(url: str, run_dir: Path) -> list[str]:

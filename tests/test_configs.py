@@ -223,7 +223,7 @@ def test_user_model_file_on_searchpath_composes_and_builds(tmp_path: Path) -> No
     cfg = compose([searchpath(tmp_path), "model=mine", "tracker=none", "cache.enabled=false",
                    "benchmark.tasks=[mcqa_single_answer]"])
     assert cfg.model.name == "mine"
-    built = build(cfg, tmp_path / "run", start_servers=False)
+    built = build(cfg, tmp_path / "run")
     try:
         assert built.model is not None
         assert (built.model.name, built.model.model, built.model.api_base, built.model.concurrency) == \
@@ -245,7 +245,7 @@ def test_user_judges_file_on_searchpath_composes_and_builds(tmp_path: Path) -> N
         " params: {}}\n", encoding="utf-8")
     cfg = compose([searchpath(tmp_path), "judges=mine", "model=openai-compatible", "tracker=none",
                    "cache.enabled=false", "benchmark.tasks=[open_ended]"])
-    built = build(cfg, tmp_path / "run", start_servers=False)
+    built = build(cfg, tmp_path / "run")
     try:
         assert built.panel.names == ["j1", "j2"]
         assert [j.concurrency for j in built.panel.judges] == [2, 3]

@@ -116,7 +116,7 @@ def test_stream_rejected(srv: FakeLLM) -> None:
     assert "stream" in r.json()["error"]["message"]
 
 
-@pytest.mark.parametrize("kind", ["429", "500", "503"])
+@pytest.mark.parametrize("kind", ["401", "403", "404", "429", "500", "503"])
 def test_status_faults_then_success(kind: str) -> None:
     with FakeLLM(faults=[kind], retry_after="7") as srv:
         r = chat(srv, body("q"))
@@ -128,6 +128,24 @@ def test_status_faults_then_success(kind: str) -> None:
         # A different body has its own attempt counter, so it fails first too.
         assert chat(srv, body("other")).status_code == int(kind)
         assert srv.count == 3
+
+
+def test_a_wrong_or_missing_key_gets_401_like_a_real_provider() -> None:
+    with FakeLLM(api_key="right") as srv:
+        assert chat(srv, body("q")).status_code == 401
+        wrong = httpx.post(f"{srv.base_url}/chat/completions", json=body("q"), timeout=5,
+                           headers={"Authorization": "Bearer wrong"})
+        assert wrong.status_code == 401 and wrong.json()["error"]["code"] == "invalid_api_key"
+        right = httpx.post(f"{srv.base_url}/chat/completions", json=body("q"), timeout=5,
+                           headers={"Authorization": "Bearer right"})
+        assert right.status_code == 200
+
+
+def test_an_unknown_model_gets_404() -> None:
+    with FakeLLM(models=["m1"]) as srv:
+        assert chat(srv, body("q")).status_code == 200
+        missing = chat(srv, {**body("q"), "model": "m2"})
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "model_not_found"
 
 
 def test_fault_sequence_is_per_attempt() -> None:

@@ -229,18 +229,17 @@ def test_task_result_leaves_errors_out_of_metrics_but_counts_them() -> None:
     assert (result.n_invalid, result.invalid_ids) == (1, ["q3"])
 
 
-def test_task_result_with_only_errors_reports_zero_metrics() -> None:
+def test_task_result_with_only_errors_reports_null_metrics() -> None:
     zero = {"accuracy": 0.0}
     result = task_result([{"id": 0, "status": "error"}, {"id": 1, "status": "error"}], accuracy_of, zero)
-    assert result.metrics == {"accuracy": 0.0}
-    assert result.metrics is not zero  # a copy: nobody can mutate the caller's zero dict through it
+    assert result.metrics == {"accuracy": None}  # a metric over no scored sample is absent, not 0
     assert (result.n, result.n_errors, result.error_ids, result.n_invalid) == (2, 2, [0, 1], 0)
 
 
 def test_task_result_of_no_records() -> None:
     result = task_result([], accuracy_of, {"accuracy": 0.0})
     assert (result.n, result.n_invalid, result.invalid_ids, result.n_errors, result.metrics) == \
-           (0, 0, [], 0, {"accuracy": 0.0})
+           (0, 0, [], 0, {"accuracy": None})
 
 
 # --------------------------------------------------------------------------- tasks' aggregate
@@ -345,11 +344,11 @@ def test_judged_task_ignores_a_score_left_on_an_invalid_judgement() -> None:
     assert result.invalid_ids == [0]
 
 
-def test_judged_task_with_only_error_records_reports_zeroed_contract_metrics() -> None:
+def test_judged_task_with_only_error_records_reports_null_contract_metrics() -> None:
     task = OpenEnded(name="open_ended")
     result = task.aggregate([record(task.name, 0, "ref", status="error")])
-    # no judge ever answered: no per-judge metric, the panel metrics are 0
-    assert result.metrics == {"llm_as_judge_avg": 0.0, "judge_voting": 0.0, "judge_agreement": 0.0}
+    # no judge ever answered: no per-judge metric, the panel metrics are null (over nothing)
+    assert result.metrics == {"llm_as_judge_avg": None, "judge_voting": None, "judge_agreement": None}
     assert (result.n, result.n_errors) == (1, 1)
 
 

@@ -217,5 +217,5 @@ def test_resuming_a_run_dir_with_another_model_is_refused(fake_llm, tmp_path):
     overrides = eve_overrides(fake_llm.base_url, tmp_path / "r", None) + [
         "benchmark.tasks=[mcqa_single_answer]", "benchmark.limit=2"]
     run_in_process(overrides, tmp_path / "r")
-    with pytest.raises(ConfigError, match="holds samples of model fake-model, not other-model"):
+    with pytest.raises(ConfigError, match=r"2 differ in the model under test \(was fake-model, now other-model\)"):
         run_in_process(overrides + ["model.name=other-model"], tmp_path / "r")

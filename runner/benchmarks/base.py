@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner.errors import ConfigError
+from omegaconf import DictConfig, OmegaConf
+
+from runner.errors import ConfigError, DataError
 from runner.sources import BAD_ROW, load_rows
 from runner.types import Sample, SampleRecord, TaskResult
 
@@ -66,6 +68,8 @@ class Task:
     needs_judges = False
     headline = "accuracy"
     """The metric the run summary and the final table lead with."""
+    spec: Mapping[str, Any] = {}
+    """The task's YAML entry as configured (set by the benchmark); part of every record's fingerprint."""
 
     def __init__(self, name: str, dataset: str | None = None, split: str = "train", num_fewshot: int = 0,
                  params: Mapping[str, Any] | None = None) -> None:
@@ -82,6 +86,20 @@ class Task:
     async def evaluate(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> SampleRecord:
         """Ask and score one sample. Call failures propagate; the pipeline records them as errors."""
         raise NotImplementedError
+
+    def fingerprint_parts(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> dict[str, Any]:
+        """What decides this sample's record (runner/fingerprint.py): its data, the task's settings, and
+        the model and the judges where the task uses them. Subclasses add what else decides it."""
+        parts: dict[str, Any] = {"data": [asdict(sample), [asdict(s) for s in shots]], "task": self.spec}
+        if self.needs_model and ctx.model is not None:
+            parts["model"] = ctx.model.describe(self.params)
+        if self.needs_judges and ctx.panel is not None:
+            parts["judges"] = {"panel": [j.describe() for j in ctx.panel.judges], "rubric": self.rubric_texts()}
+        return parts
+
+    def rubric_texts(self) -> list[str]:
+        """The text of every judge prompt template this task uses (a changed rubric changes verdicts)."""
+        return []
 
     def finished(self, record: Mapping[str, Any]) -> bool:
         """Whether a record kept from an earlier run into the same run dir is done, so resume skips it.
@@ -133,7 +151,13 @@ class Benchmark:
         """Instantiate the selected task specs (each spec's `_target_` names its Task class)."""
         from runner.build import instantiate
 
-        return [instantiate(self.specs[t], f"benchmark.specs.{t}", name=t) for t in self.selected]
+        tasks: list[Task] = []
+        for t in self.selected:
+            task = instantiate(self.specs[t], f"benchmark.specs.{t}", name=t)
+            spec = self.specs[t]
+            task.spec = OmegaConf.to_container(spec, resolve=True) if isinstance(spec, DictConfig) else spec
+            tasks.append(task)
+        return tasks
 
     def load(self, task: Task) -> Loaded:
         """Read the task's rows and split them into shots (the first K good rows) and samples."""
@@ -154,15 +178,21 @@ class Benchmark:
                 bad.append((sample_id(row, index), f"row {index}: {exc}"))
                 continue
             (shots if len(shots) < k else samples).append(sample)
+        if bad and not samples and not shots:
+            where = f"{self.data_dir}/{task.name}.jsonl" if self.data_dir else f"{task.dataset} ({task.split})"
+            raise DataError(f"{where}: none of its {len(bad)} row(s) can be used by task {task.name} "
+                            f"({bad[0][1]}); check that the file has the public dataset's columns")
         return Loaded(shots=shots, samples=samples, bad=bad)
 
     def summary(self, tasks: Sequence[Task], results: Mapping[str, TaskResult]) -> dict[str, Any]:
         """The `summary` block of results.json: each task's headline metric and their macro mean."""
-        headline = {t.name: results[t.name].metrics.get(t.headline, 0.0) for t in tasks if t.name in results}
+        headline = {t.name: results[t.name].metrics.get(t.headline) for t in tasks if t.name in results}
+        present = [v for v in headline.values() if v is not None]
         return {
             "n_samples": sum(r.n for r in results.values()),
             "n_invalid": sum(r.n_invalid for r in results.values()),
             "n_errors": sum(r.n_errors for r in results.values()),
             "headline": headline,
-            "macro_avg": sum(headline.values()) / len(headline) if headline else 0.0,
+            # Over the tasks that have a value; null when none has (never a 0 made of nothing).
+            "macro_avg": sum(present) / len(present) if present else None,
         }

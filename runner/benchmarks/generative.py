@@ -60,6 +60,10 @@ class GenerativeTask(Task):
                                                        **self.prompt_vars(sample))})
         return msgs
 
+    def fingerprint_parts(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> dict[str, Any]:
+        """Also the exact messages the model is sent (templates, few-shot turns, system prompt)."""
+        return {**super().fingerprint_parts(sample, shots, ctx), "prompt": self.messages(sample, shots)}
+
     async def score(self, sample: Sample, text: str, ctx: Context) -> Scored:
         """Read and score the reply."""
         raise NotImplementedError

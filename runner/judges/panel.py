@@ -1,4 +1,4 @@
-"""A judge panel: asks every judge concurrently and keeps each judge's verdict, invalid reply or failure."""
+"""A judge panel: asks every judge concurrently and keeps each judge's verdict or invalid reply."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from runner.errors import CallError
 from runner.judges.parsers import Verdict
 from runner.models.litellm_model import Endpoint
 from runner.types import Judgement, Usage
@@ -48,10 +47,9 @@ class Panel:
     @staticmethod
     async def _one(judge: Endpoint, messages: list[dict[str, Any]], parse: Parser,
                    response_format: dict[str, Any] | None) -> tuple[Judgement, Usage]:
-        try:
-            out = await judge.complete(messages, response_format=response_format)
-        except CallError as exc:
-            return Judgement(judge=judge.name, status="error", raw=str(exc)), Usage()
+        # A call that fails after its retries raises CallError: no verdict was given, so the sample is
+        # an error (asked again on resume), never an invalid judgement scored as a fail.
+        out = await judge.complete(messages, response_format=response_format)
         verdict = parse(out.text)
         if not verdict.valid:
             return Judgement(judge=judge.name, status="invalid", raw=out.text), out.usage

@@ -12,14 +12,15 @@ Records = Sequence[Mapping[str, Any]]
 
 
 def task_result(records: Records, metrics: Callable[[Records], dict[str, float]],
-                zero: Mapping[str, float],
+                zero: Mapping[str, Any],
                 per_sample: Callable[[Mapping[str, Any]], dict[str, float]] | None = None) -> TaskResult:
     """Count and score a task's records.
 
     `n` counts every sample of the task. Samples whose model call failed (status `error`) have no reply
     to score: they are left out of the metrics, counted in `n_errors`/`error_ids`, and re-asked when the
-    run is resumed. Samples with an invalid or failed judgement (status `invalid`) stay in the metrics,
-    scored as a fail by that judge, and are listed in `invalid_ids`.
+    run is resumed. Samples with an invalid judgement (status `invalid`) stay in the metrics, scored as a
+    fail by that judge, and are listed in `invalid_ids`. With no scored sample every metric named in
+    `zero` is None (null): a figure over nothing is absent, never 0.
 
     `per_sample` maps a record to its per-sample values of the metrics that are means over samples;
     their standard errors go into `stderr` (the report turns them into 95 % intervals).
@@ -27,7 +28,7 @@ def task_result(records: Records, metrics: Callable[[Records], dict[str, float]]
     scored = [r for r in records if r.get("status") != "error"]
     errors = [r["id"] for r in records if r.get("status") == "error"]
     invalid = [r["id"] for r in scored if r.get("status") == "invalid"]
-    values = metrics(scored) if scored else dict(zero)
+    values: dict[str, Any] = metrics(scored) if scored else dict.fromkeys(zero)
     errs: dict[str, float] = {}
     if per_sample is not None and scored:
         rows = [per_sample(r) for r in scored]

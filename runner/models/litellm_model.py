@@ -162,19 +162,35 @@ def _retry_after(exc: BaseException) -> float | None:
     return None
 
 
+# Statuses that say this endpoint cannot be used with this configuration: asking again cannot help.
+_REFUSED = {401: "the API key was refused", 403: "access was denied", 404: "no such model or endpoint"}
+
+
+def _status(exc: BaseException) -> int | None:
+    """The HTTP status an error carries (litellm sets `status_code`; some wrappers keep it on `response`)."""
+    for obj in (exc, getattr(exc, "response", None)):
+        code = getattr(obj, "status_code", None)
+        if isinstance(code, int):
+            return code
+    return None
+
+
 def _classify(exc: BaseException, litellm: Any) -> str:
-    """`retry` for transient failures, `fatal` for endpoint-wide ones, `fail` for this request only."""
+    """`retry` for transient failures, `fatal` for endpoint-wide ones, `fail` for this request only.
+
+    By HTTP status first: litellm's own HTTP handler raises a 401 as BadRequestError and a 403 as
+    APIError, so the exception class alone would retry a refused key.
+    """
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return "retry"
+    status = _status(exc)
     fatal = (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError)
-    if isinstance(exc, fatal):
+    if status in _REFUSED or isinstance(exc, fatal):
         return "fatal"
-    if isinstance(exc, (litellm.BadRequestError, litellm.UnprocessableEntityError)):
-        # A broken body can surface as a 400-class wrapper with no status; a real 400 is final.
-        status = getattr(exc, "status_code", None)
-        return "fail" if status in (400, 413, 422) else "retry"
-    # RateLimit, InternalServer, ServiceUnavailable, BadGateway, APIConnection, Timeout, APIError
-    # (which is what an unparseable body becomes) and anything unexpected: transient, bounded.
+    if status in (400, 413, 422):
+        return "fail"
+    # 429, 5xx, connection errors, an unparseable body (a 400-class wrapper with no status, or
+    # APIError) and anything unexpected: transient, bounded by max_retries.
     return "retry"
 
 
@@ -188,6 +204,10 @@ def _unreachable(exc: BaseException, litellm: Any) -> bool:
         return False
     text = str(exc)
     return isinstance(exc, litellm.APIConnectionError) or any(t in text for t in _UNREACHABLE_TEXTS)
+
+
+# Names of environment variables that hold credentials (not an API base, project or region).
+_KEY_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_AUTH_TOKEN", "_ACCESS_KEY_ID", "_SECRET_ACCESS_KEY")
 
 
 @dataclass
@@ -223,10 +243,21 @@ class Endpoint:
     cache: ResponseCache | None = None
     backoff_base: float = 1.0
     backoff_cap: float = 60.0
+    give_up_after: int = 3
+    """Calls failed after their retries, with none ever succeeding, before the endpoint stops the run."""
+    origin: str | None = None
+    """What serves this entry when its address changes from run to run (the embedded model): used in
+    place of api_base in the cache key and the records' fingerprints."""
     stats: Stats = field(default_factory=Stats)
     served_models: set[str] = field(default_factory=set)
     _sem: asyncio.Semaphore | None = field(default=None, repr=False)
     _prices: tuple[float, float] | None = field(default=None, repr=False)
+
+    def describe(self, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Who answers and how, for the records' fingerprints: name, model, address and params."""
+        req = self.identity(self.request([], params=params))
+        req.pop("messages")
+        return {"name": self.name, **req}
 
     def _semaphore(self) -> asyncio.Semaphore:
         if self._sem is None:
@@ -244,11 +275,16 @@ class Endpoint:
             req["response_format"] = response_format
         return req
 
+    def identity(self, req: dict[str, Any]) -> dict[str, Any]:
+        """What decides the reply: the request, with the embedded server's per-run address replaced by
+        what it serves (so its cache hits survive a restart)."""
+        return {**req, "api_base": self.origin} if self.origin is not None else req
+
     async def complete(self, messages: list[dict[str, Any]], *, params: dict[str, Any] | None = None,
                        response_format: dict[str, Any] | None = None) -> ModelOutput:
         """One chat completion; raises CallError after the retries, EndpointError if unusable."""
         req = self.request(messages, params=params, response_format=response_format)
-        key = request_key(req) if self.cache is not None else ""
+        key = request_key(self.identity(req)) if self.cache is not None else ""
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -287,8 +323,9 @@ class Endpoint:
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
                 last = exc
                 kind = _classify(exc, litellm)
-                if kind == "fatal" and self.stats.successes == 0:
-                    raise EndpointError(self._describe(exc) + self._hint()) from exc
+                if kind == "fatal":
+                    self.stats.failures += 1
+                    raise EndpointError(self._refused(exc)) from None
                 if kind != "retry" or attempt == attempts - 1:
                     break
                 self.stats.retries += 1
@@ -303,6 +340,11 @@ class Endpoint:
         assert last is not None
         if self.stats.successes == 0 and _unreachable(last, litellm):
             raise EndpointError(self._describe(last) + "; is the server running and the address right?")
+        if self.stats.successes == 0 and self.stats.failures >= self.give_up_after:
+            # Scoring errors for every sample would only hide an endpoint that does not work.
+            raise EndpointError(f"every call to {self.name} failed ({self.stats.failures} after their "
+                                f"retries, none succeeded); last: {self._describe(last)}; check the entry's "
+                                "model, api_base and params")
         raise CallError(self._describe(last), attempts=attempt + 1)
 
     def _describe(self, exc: BaseException) -> str:
@@ -310,10 +352,40 @@ class Endpoint:
         text = " ".join(str(exc).split())[:300]
         return redact_text(f"{self.name} ({self.model} at {where}): {type(exc).__name__}: {text}")
 
-    def _hint(self) -> str:
-        if self.api_key is None and self.api_base is None:
-            return "; set the provider's API key env var (see conf/model/*.yaml) or pick another model="
-        return "; check the model name, api_base and api_key of this entry"
+    def _refused(self, exc: BaseException) -> str:
+        status = _status(exc)
+        where = self.api_base or "the provider's default endpoint"
+        what = _REFUSED.get(status or 0, type(exc).__name__)
+        if status == 404:
+            todo = f"check the entry's model ('{self.model}') and api_base"
+        elif self.api_key:
+            todo = "check the entry's api_key (or the variable it reads)"
+        else:
+            todo = f"check {' or '.join(self.key_variables()) or 'the provider API key variable'}"
+        return redact_text(f"{self.name}: HTTP {status or '?'} from {self.model} at {where} ({what}); {todo}; "
+                           "not retried, the run stops")
+
+    def key_variables(self) -> list[str]:
+        """The environment variables litellm reads this entry's key from (empty when it needs none)."""
+        litellm = _import_litellm()
+        saved = {k: os.environ.pop(k) for k in list(os.environ) if k.endswith(_KEY_SUFFIXES)}
+        try:  # with every key variable hidden, litellm names the ones this provider needs
+            missing = litellm.validate_environment(model=self.model, api_base=self.api_base)["missing_keys"]
+        except Exception:  # noqa: BLE001 - an unknown provider: nothing to name
+            missing = []
+        finally:
+            os.environ.update(saved)
+        return [m for m in missing if m.endswith(_KEY_SUFFIXES)]
+
+    def missing_key(self) -> str | None:
+        """Before any request: the variable(s) to set when this entry has no key and its provider needs one
+        (a variable set to the empty string is no key either)."""
+        if self.api_key:
+            return None
+        keys = self.key_variables()
+        if not keys or any(os.environ.get(k) for k in keys):  # e.g. GEMINI_API_KEY or GOOGLE_API_KEY
+            return None
+        return " or ".join(keys)
 
     def _output(self, resp: Any) -> ModelOutput:
         choice = resp.choices[0]
@@ -345,8 +417,8 @@ class Endpoint:
 def endpoint_from_config(cfg: dict[str, Any], cache: ResponseCache | None) -> Endpoint:
     """Build an Endpoint from a model/judge entry (conf/model/*.yaml keys)."""
     return Endpoint(name=str(cfg["name"]), model=str(cfg["model"]), api_base=cfg.get("api_base"),
-                    api_key=cfg.get("api_key"), concurrency=int(cfg.get("concurrency", 16)),
+                    # `${oc.env:VAR,}` with VAR unset gives "": that is no key, not an empty one.
+                    api_key=cfg.get("api_key") or None, concurrency=int(cfg.get("concurrency", 16)),
                     params=dict(cfg.get("params") or {}), timeout=float(cfg.get("timeout", 120.0)),
                     max_retries=int(cfg.get("max_retries", 5)), cache=cache,
-                    backoff_base=float(cfg.get("backoff", 1.0)))
-
+                    backoff_base=float(cfg.get("backoff", 1.0)), origin=cfg.get("origin"))

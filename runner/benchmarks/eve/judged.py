@@ -47,6 +47,9 @@ class JudgedTask(GenerativeTask):
         require(row, "Question", "Answer")
         return Sample(id=sample_id(row, index), input=str(row["Question"]), target=str(row["Answer"]))
 
+    def rubric_texts(self) -> list[str]:
+        return [(self.prompt_dir / self.rubric).read_text(encoding="utf-8")]
+
     def rubric_vars(self, sample: Sample, text: str) -> dict[str, Any]:
         """What the rubric sees: the question, the reference and the reply (as in EVE, no context)."""
         return {"question": sample.input, "reference": sample.target, "response": text}

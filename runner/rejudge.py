@@ -1,0 +1,60 @@
+"""`python -m runner.rejudge SRC_RUN_DIR [overrides]`: judge the replies recorded in SRC_RUN_DIR again.
+
+The run is composed from SRC's own overrides (`.hydra/overrides.yaml`) plus the ones given here (which
+win), e.g. `judges=three` or `benchmark.specs.open_ended.rubric=mine.j2`. The model under test is not
+asked: each sample's reply is the one its SRC record holds. The result is a complete run dir, by default
+`SRC-rejudge-<date>-<time>` beside SRC (`hydra.run.dir=DIR` chooses it); resuming it works as usual.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from runner.redact import MASK
+
+# Overrides of SRC that must not carry over: where it was written, and what this command sets.
+_DROPPED = ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir", "rejudge")
+
+
+def _key(override: str) -> str:
+    return override.partition("=")[0].lstrip("+~")
+
+
+def overrides_for(src: Path, given: list[str]) -> list[str]:
+    """SRC's overrides (minus its run dir and masked secrets, which are never needed to replay), then the
+    given ones; a key given here replaces SRC's."""
+    from omegaconf import OmegaConf
+
+    saved_file = src / ".hydra" / "overrides.yaml"
+    saved = [str(o) for o in OmegaConf.load(saved_file)] if saved_file.exists() else []
+    mine = {_key(o) for o in given}
+    kept = [o for o in saved if _key(o) not in mine and _key(o) not in _DROPPED and MASK not in o]
+    run_dir = [] if "hydra.run.dir" in mine else [
+        f"hydra.run.dir='{src.parent / (src.name + time.strftime('-rejudge-%Y%m%d-%H%M%S'))}'"]
+    return kept + given + run_dir + [f"rejudge='{src}'"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI entry point: check SRC, then run the runner with the combined overrides."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        sys.exit(0 if args else 2)
+    src = Path(args[0]).expanduser().resolve()
+    if not (src / "samples").is_dir():
+        print(f"error: {src} is not a run dir (it has no samples/ folder); give the hydra.run.dir of an "
+              "earlier run", file=sys.stderr)
+        sys.exit(2)
+    if not (src / ".hydra" / "overrides.yaml").exists():
+        print(f"warning: {src} has no .hydra/overrides.yaml; composing from the defaults and the overrides "
+              "given here", file=sys.stderr)
+    sys.argv = [sys.argv[0], *overrides_for(src, args[1:])]
+    from runner.__main__ import main as runner_main
+
+    runner_main()
+
+
+if __name__ == "__main__":
+    main()

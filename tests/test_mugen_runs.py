@@ -133,7 +133,7 @@ def test_strict_mode_counts_invalids_like_the_original_and_a_rerun_rejudges_only
     assert lenient["tasks"]["Intent_Classification"]["metrics"]["accuracy"] == pytest.approx(3 / 4)
 
 
-def test_a_failed_judge_call_is_invalid_and_an_edited_prediction_is_judged_again(fake_llm, tmp_path):
+def test_a_failed_judge_call_is_an_error_and_an_edited_prediction_is_judged_again(fake_llm, tmp_path):
     preds = tmp_path / "preds"
     shutil.copytree(PREDICTIONS / "Intent_Classification", preds / "Intent_Classification")
     fake_llm.default = rubric_judge
@@ -142,9 +142,11 @@ def test_a_failed_judge_call_is_invalid_and_an_edited_prediction_is_judged_again
     run = tmp_path / "run"
     args = overrides(fake_llm, run, f"benchmark.prediction_dir={preds}", "judges.panel.0.backoff=0")
     first = run_in_process(args, run)["tasks"]["Intent_Classification"]
-    assert first["invalid_ids"] == [3] and first["n_errors"] == 0
-    assert json.loads((run / "Intent_Classification" / "llm_judge_results.json").read_text())[3]["Explanation"] \
-        .startswith("judge call failed")
+    # No verdict was given: an error (left out of the accuracy, asked again on resume), not an invalid one.
+    assert (first["invalid_ids"], first["error_ids"]) == ([], [3])
+    assert first["metrics"]["accuracy"] == pytest.approx(2 / 3)
+    failed = json.loads((run / "Intent_Classification" / "llm_judge_results.json").read_text())[3]
+    assert failed["Judgement"] == "error" and failed["Explanation"].startswith("not judged: ")
 
     records = json.loads((preds / "Intent_Classification" / "output.json").read_text())
     records[1]["response"] = "(A)"  # was "**C**" for gold (C)
@@ -183,19 +185,22 @@ def test_broken_prediction_folders_are_reported_and_the_rest_is_judged(fake_llm,
 
     assert set(results["tasks"]) == {"Keyword_Spotting", "Intent_Classification"}
     intent = results["tasks"]["Intent_Classification"]
-    assert (intent["n"], intent["n_errors"], intent["metrics"]["accuracy"]) == (6, 5, 1.0)
+    # id 1 has no response field: judged incorrect without asking the judge, not an error; id 5 is correct.
+    assert (intent["n"], intent["n_errors"], intent["metrics"]["accuracy"]) == (6, 4, 0.5)
     # The string record's fallback id (its index, 1) is taken by the first record: it becomes index_1.
-    assert sorted(map(str, intent["error_ids"])) == ["1", "2", "3", "index_1", "index_5"]
+    assert sorted(map(str, intent["error_ids"])) == ["2", "3", "index_1", "index_5"]
     problems = "\n".join(results["summary"]["problems"])
     for expected in ("Emotion_Recognition: ", "is not valid JSON", "Gender_Classification: ", "got a dict",
                      "Accent_Identification: no output.json", "'Keyword_Spoting' is not a MUGEN task name "
                      "(did you mean Keyword_Spotting?)", "'Language_Identification' points outside",
-                     "no 'response' field", "'response' must be a string or null", "'answer' is missing",
+                     "'response' must be a string or null", "'answer' is missing",
                      "duplicate id 5", "expected an object"):
         assert expected in problems, expected
-    assert "README" not in problems
+    assert "README" not in problems and "no 'response' field" not in problems
     judged = json.loads((run / "Intent_Classification" / "llm_judge_results.json").read_text())
-    assert [r["Judgement"] for r in judged] == ["error", "error", "error", "correct", "error"]
+    assert [r["Judgement"] for r in judged] == ["incorrect", "error", "error", "correct", "error"]
+    assert judged[0]["Explanation"] == "The record has no response: no option was chosen."
+    assert "response" not in judged[0]  # the input record as it was, plus MUGEN's two fields
 
 
 def test_a_prediction_dir_with_nothing_to_judge_stops_the_run(fake_llm, tmp_path):

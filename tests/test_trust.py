@@ -183,3 +183,12 @@ def test_a_data_file_none_of_whose_rows_has_the_columns_is_bad_input(tmp_path):
     assert proc.returncode == 2
     line = one_line_error(proc)
     assert "mcqa_single_answer.jsonl: none of its 3 row(s)" in line and "Question" in line
+
+
+def test_a_refusing_judge_exits_3_with_one_line_and_no_results(tmp_path):
+    with FakeLLM(default=reply, faults=["401"] * 10, fault_only_matching=JUDGE_PROMPT) as srv:
+        proc = cli(overrides(srv.base_url, tmp_path / "run", "open_ended"), timeout=120)
+    assert proc.returncode == 3
+    line = one_line_error(proc)
+    assert line.startswith("error: judge1: HTTP 401") and "api_key" in line
+    assert not (tmp_path / "run" / "results.json").exists()

@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, compose, fake_model_overrides, read_jsonl, run_in_process
 
 from runner.build import instantiate
-from runner.errors import ConfigError
+from runner.errors import ConfigError, EndpointError
 
 BUNDLED = ROOT / "runner" / "benchmarks" / "vakra" / "bundled"
 DATA = BUNDLED / "data"
@@ -107,7 +107,9 @@ def test_the_default_run_scores_the_bundled_dialogues_as_computed_by_hand(fake_l
     # 21 predicted calls: the matching response is the first, outside the last 20; the judge sees only 20.
     assert len(got["lib-007"]["extra"]["tool_calls"]["prediction"]) == 21
     assert steps["lib-007"] == {"dialogue_score": 0.0, "exact_match": 0.0, "correctness": 1.0, "groundedness": 0.0}
-    assert got["lib-006"]["status"] == "error" and got["lib-006"]["extra"]["missing_prediction"]
+    # A missing prediction is not an error: scored 0, out of the domain mean, in the summary's as 0.
+    assert got["lib-006"]["status"] == "ok" and got["lib-006"]["extra"]["missing_prediction"]
+    assert got["lib-006"]["scores"] == {"dialogue_score": 0.0} and got["lib-006"]["error"] is None
 
     texts = user_texts(fake_llm)
     # correctness for the 4 exact-match failures; groundedness for the 6 exact-match passes and the 2 correct.
@@ -131,7 +133,7 @@ def test_the_default_run_scores_the_bundled_dialogues_as_computed_by_hand(fake_l
     assert "last 20 of 21" in turn["score_explanation"]["exactmatch"]
 
 
-def test_unparseable_and_failed_judgements_are_listed_and_count_as_a_fail(fake_llm, tmp_path) -> None:
+def test_an_unparseable_judgement_is_a_listed_fail_and_a_failed_judge_call_an_error(fake_llm, tmp_path) -> None:
     fake_llm.default = scripted_judge
     fake_llm.rules = [(r"<tool_outputs>.*24\.5", "Looks grounded to me.")]  # wx-001: no JSON at all
     fake_llm.faults = ["500", "500"]
@@ -141,15 +143,18 @@ def test_unparseable_and_failed_judgements_are_listed_and_count_as_a_fail(fake_l
              "max_retries:1,backoff:0.01,timeout:5}]")
     results = run_in_process(overrides(fake_llm.base_url, run_dir, panel, "benchmark.domains=[weather]"), run_dir)
     wx = results["tasks"]["weather"]
-    # wx-001 invalid (0), wx-002 incorrect (0), wx-003 failed judge (0), wx-004 correct (1): 1/4.
-    assert wx["metrics"] == {"mean_dialogue_score": 0.25, "num_correct": 1.0, "num_samples": 4}
-    assert (wx["n_invalid"], wx["invalid_ids"]) == (2, ["wx-001", "wx-003"])
+    # wx-001 invalid (0), wx-002 incorrect (0), wx-004 correct (1): 1/3 over the scored pairs. wx-003's judge
+    # call failed after its retries: no verdict, so an error (out of the domain mean, 0 in the summary's).
+    assert wx["metrics"] == {"mean_dialogue_score": pytest.approx(1 / 3), "num_correct": 1.0, "num_samples": 4}
+    assert (wx["n_invalid"], wx["invalid_ids"]) == (1, ["wx-001"])
+    assert (wx["n_errors"], wx["error_ids"], wx["n_paired"]) == (1, ["wx-003"], 3)
     got = records(run_dir, "weather")
     assert got["wx-001"]["status"] == "invalid"
     assert got["wx-001"]["judgements"][0]["status"] == "invalid"
     assert got["wx-001"]["judgements"][0]["raw"] == "Looks grounded to me."
-    assert got["wx-003"]["judgements"][0]["status"] == "error"
-    assert results["summary"]["n_invalid"] == 2
+    assert got["wx-003"]["status"] == "error" and "500" in got["wx-003"]["error"]
+    assert results["summary"]["n_invalid"] == 1 and results["summary"]["n_errors"] == 1
+    assert results["summary"]["mean_dialogue_score"] == pytest.approx(1 / 4)
 
 
 JUDGE_CALLS = {"lib-001": 1, "lib-002": 1, "lib-003": 2, "lib-004": 1, "lib-005": 1, "lib-007": 2, "lib-006": 0}
@@ -207,7 +212,8 @@ def test_bad_input_fails_only_the_dialogue_or_domain_it_is_in(fake_llm, tmp_path
                                            f"benchmark.pred_root={pred}"), run_dir)
     tasks = results["tasks"]
     assert list(tasks) == ["atlantis", "broken", "library", "weather"]
-    assert tasks["library"]["metrics"] == {"mean_dialogue_score": 0.0, "num_correct": 0.0, "num_samples": 7}
+    # No library dialogue could be scored: its mean over paired dialogues is over nothing (null).
+    assert tasks["library"]["metrics"] == {"mean_dialogue_score": None, "num_correct": 0.0, "num_samples": 7}
     assert tasks["library"]["n_errors"] == 7
     # weather: 3 bad predictions are errors; wx-004 is scored (exact match fails on the stale ground-truth
     # tool, but the answer is correct and grounded: 1): domain mean 1/1.
@@ -241,15 +247,36 @@ def test_bad_input_fails_only_the_dialogue_or_domain_it_is_in(fake_llm, tmp_path
     assert set(report["domains"]["weather"]["errors"]) == {"wx-001", "wx-002", "wx-003"}
 
 
-def test_a_missing_server_command_fails_its_domains_with_one_clear_line(fake_llm, tmp_path) -> None:
+def test_a_server_command_that_does_not_exist_stops_the_run_before_any_request(fake_llm, tmp_path) -> None:
     config = tmp_path / "mcp.yaml"
     config.write_text("tasks:\n  2: {command: /nonexistent/vakra-server}\n")
     run_dir = tmp_path / "run"
-    results = run_in_process(overrides(fake_llm.base_url, run_dir, f"benchmark.mcp_config={config}",
-                                       "benchmark.domains=[weather]"), run_dir)
-    assert results["tasks"]["weather"]["n_errors"] == 4 and fake_llm.count == 0
-    for record in records(run_dir, "weather").values():
-        assert "command '/nonexistent/vakra-server' not found" in record["error"]
+    with pytest.raises(EndpointError) as info:
+        run_in_process(overrides(fake_llm.base_url, run_dir, f"benchmark.mcp_config={config}",
+                                 "benchmark.domains=[weather]"), run_dir)
+    message = str(info.value)
+    assert info.value.exit_code == 3 and "\n" not in message
+    assert "command '/nonexistent/vakra-server' not found" in message and "fix the command" in message
+    assert fake_llm.count == 0 and not (run_dir / "samples").exists()
+
+
+def test_when_no_domains_server_can_start_the_run_stops_with_exit_3(fake_llm, tmp_path) -> None:
+    # The command exists, but the bundled server refuses every domain it is started for (it knows none of
+    # them): no MCP server is able to start, so nothing could be scored. One broken domain among working
+    # ones only fails its own dialogues (test_bad_input_fails_only_the_dialogue_or_domain_it_is_in).
+    gt, pred = copy_data("capability_dashboard_apis", tmp_path)
+    for root in (gt, pred):
+        shutil.copy(root / "weather.json", root / "atlantis.json")
+        shutil.copy(root / "weather.json", root / "lemuria.json")
+    run_dir = tmp_path / "run"
+    with pytest.raises(EndpointError) as info:
+        run_in_process(overrides(fake_llm.base_url, run_dir, f"benchmark.gt_root={gt}", f"benchmark.pred_root={pred}",
+                                 "benchmark.domains=[atlantis,lemuria]"), run_dir)
+    message = str(info.value)
+    assert info.value.exit_code == 3 and "\n" not in message
+    assert "no MCP server was able to start (2 domain(s) tried)" in message
+    assert "unknown MCP_DOMAIN" in message and "re-run with the same hydra.run.dir" in message
+    assert fake_llm.count == 0
 
 
 def test_a_server_crash_or_a_slow_tool_mid_domain_becomes_error_responses_and_scoring_goes_on(

@@ -220,13 +220,14 @@ def test_unusable_mcp_configs_stop_the_run_with_one_line(tmp_path: Path, text: s
 
 def _rec(uuid: str, score: float | None = None, status: str = "ok", missing: bool = False) -> dict:
     return {"id": uuid, "status": status, "scores": {} if score is None else {"dialogue_score": score},
-            "extra": {"missing_prediction": True} if missing else {"paired": True}}
+            "extra": {"missing_prediction": True, "paired": False} if missing else {"paired": True}}
 
 
 def test_domain_figures_and_the_summary_follow_vakras_denominators() -> None:
-    # Domain A: 5 GT dialogues: 3 scored (1, 0, 1), 1 missing prediction, 1 error (a bad prediction).
-    a = domain_result([_rec("a1", 1.0), _rec("a2", 0.0), _rec("a3", 1.0, "invalid"), _rec("a4", missing=True,
-                      status="error"), _rec("a5", status="error")],
+    # Domain A: 5 GT dialogues: 3 scored (1, 0, 1), 1 missing prediction (an ok record scored 0, as the
+    # task writes it), 1 error (a bad prediction).
+    a = domain_result([_rec("a1", 1.0), _rec("a2", 0.0), _rec("a3", 1.0, "invalid"), _rec("a4", 0.0, missing=True),
+                       _rec("a5", status="error")],
                       {"extra_prediction_uuids": ["x1", "x2"], "duplicate_uuids": {"prediction": ["a1"]}})
     # mean over the 3 scored pairs = 2/3; num_samples counts all 5 GT dialogues.
     assert a.metrics == {"mean_dialogue_score": pytest.approx(2 / 3), "num_correct": 2.0, "num_samples": 5}
@@ -239,7 +240,27 @@ def test_domain_figures_and_the_summary_follow_vakras_denominators() -> None:
     assert s == {"n_domains": 2, "n_paired_dialogues": 5, "n_missing_predictions": 1, "n_extra_predictions": 2,
                  "n_samples": 7, "n_correct": 4.0, "mean_dialogue_score": pytest.approx(4 / 7), "n_errors": 2,
                  "n_invalid": 1}
-    assert overall([])["mean_dialogue_score"] == 0.0
+    assert overall([])["mean_dialogue_score"] is None  # no ground-truth dialogue at all: over nothing
+    # A samples file of a run made before missing predictions became `ok` (they were errors then) gives the
+    # same figures: still a missing prediction, never an error.
+    old = domain_result([_rec("a1", 1.0), _rec("a2", 0.0), _rec("a3", 1.0, "invalid"),
+                         _rec("a4", missing=True, status="error"), _rec("a5", status="error")], None)
+    assert (old.metrics, old.n_paired, old.missing_prediction_uuids, old.error_ids) == \
+        (a.metrics, 3, ["a4"], ["a5"])
+
+
+def test_with_every_prediction_missing_the_domain_mean_is_null_and_the_summary_mean_is_0() -> None:
+    # No paired dialogue: the per-domain mean (over paired dialogues) is over nothing, so null. The summary
+    # mean counts each missing prediction as 0 over the 3 ground-truth dialogues: 0.0, not null.
+    d = domain_result([_rec(u, 0.0, missing=True) for u in ("m1", "m2", "m3")], None)
+    assert d.metrics == {"mean_dialogue_score": None, "num_correct": 0.0, "num_samples": 3}
+    assert (d.n_paired, d.n_errors, d.n_invalid, d.missing_prediction_uuids) == (0, 0, 0, ["m1", "m2", "m3"])
+    s = summary({"d": d})
+    assert s == {"n_domains": 1, "n_paired_dialogues": 0, "n_missing_predictions": 3, "n_extra_predictions": 0,
+                 "n_samples": 3, "n_correct": 0.0, "mean_dialogue_score": 0.0, "n_errors": 0, "n_invalid": 0}
+    # A domain whose ground-truth file could not be read holds no dialogue: every mean is over nothing.
+    empty = summary({"e": domain_result([_rec("file:e.json", status="error")], None)})
+    assert (empty["n_samples"], empty["mean_dialogue_score"], empty["n_errors"]) == (0, None, 1)
 
 
 # --------------------------------------------------------------------------- policy plug-in and prompts

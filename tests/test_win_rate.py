@@ -236,16 +236,25 @@ def test_invalid_judge_replies_are_listed_and_left_out_of_denominators_never_tie
     assert (summary[0]["valid"], summary[0]["invalid"], summary[0]["ties"]) == ("4", "1", "0")
 
 
-def test_a_judge_call_that_keeps_failing_is_counted_like_an_invalid_reply(fake_llm, tmp_path):
+def test_a_judge_call_that_keeps_failing_makes_the_sample_an_error_asked_again_on_resume(fake_llm, tmp_path):
     fake_llm.faults = ["500", "500", "500"]
     fake_llm.fault_only_matching = "NDVI"
-    results, records, _ = run(fake_llm, tmp_path, ["judge1"])
+    results, records, run_dir = run(fake_llm, tmp_path, ["judge1"])
     block = results["tasks"][TASK]
-    assert (block["n_invalid"], block["invalid_ids"], block["n_errors"]) == (1, [2], 0)
-    assert entry(by_id(records)[2], "judge1")["status"] == "error"
+    # No verdict is no judgement: the sample is an error, not an invalid reply.
+    assert (block["n_invalid"], block["invalid_ids"], block["n_errors"], block["error_ids"]) == (0, [], 1, [2])
+    q2 = by_id(records)[2]
+    assert q2["status"] == "error" and q2["judgements"] == [] and "500" in q2["error"]
     # q2 (y's only win) is out: x wins 3 of the 4 valid judgements, one tie
     assert block["metrics"]["win_rate/judge1/x"] == pytest.approx(3 / 4)
     assert block["metrics"]["win_rate/judge1/y"] == 0.0
+    # The endpoint recovers: a re-run into the same run dir asks only for q2.
+    fake_llm.reset()
+    fake_llm.faults = []
+    again = run_in_process(overrides(fake_llm.base_url, run_dir, ["judge1"]), run_dir)["tasks"][TASK]
+    assert fake_llm.count == 1 and "NDVI" in fake_llm.requests[0]["messages"][-1]["content"]
+    assert (again["n_errors"], again["n_invalid"]) == (0, 0)
+    assert again["metrics"]["win_rate/judge1/y"] == pytest.approx(1 / 5)
 
 
 # --------------------------------------------------------------------------- pairing and inputs
@@ -414,7 +423,7 @@ def test_pairwise_metrics_by_hand():
         _record(0, ("j1", "ok", "a", [("a", "a")]), ("j2", "ok", "a", [("b", "a")])),
         _record(1, ("j1", "ok", "tie", [("b", "tie")]), ("j2", "invalid", None, [("a", None)])),
         _record(2, ("j1", "ok", "b", [("a", "b")]), ("j2", "ok", "b", [("a", "b")])),
-        _record(3, ("j1", "error", None, [("b", None)]), ("j2", "ok", "a", [("a", "a")])),
+        _record(3, ("j1", "invalid", None, [("b", None)]), ("j2", "ok", "a", [("a", "a")])),
     ]
     m = pairwise_metrics(records, ["j1", "j2"], "a", "b")
     assert m == pytest.approx({
@@ -430,7 +439,11 @@ def test_pairwise_metrics_by_hand():
         "aggregate/avg_a_alpaca_win_rate": (0.5 + 2 / 3) / 2, "aggregate/avg_b_alpaca_win_rate": (0.5 + 1 / 3) / 2,
         "judge_agreement": 2 / 2,  # both valid on 0 and 2 only, agreeing on both
     })
-    assert pairwise_metrics([], [], "a", "b")["aggregate/a_win_rate"] == 0.0
+    # Figures over nothing are null, never 0: no records at all, or a judge with no valid judgement.
+    assert pairwise_metrics([], [], "a", "b")["aggregate/a_win_rate"] is None
+    assert pairwise_metrics([], [], "a", "b")["judge_agreement"] is None
+    only_invalid = pairwise_metrics([_record(0, ("j1", "invalid", None, [("a", None)]))], ["j1"], "a", "b")
+    assert set(only_invalid.values()) == {None}
 
 
 @pytest.mark.parametrize(("override", "message"), [

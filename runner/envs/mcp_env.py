@@ -270,7 +270,11 @@ def _resolve(command: str) -> str:
     return shutil.which(command) or command
 
 
-def _check_command(spec: ServerSpec) -> None:
+def command_problem(spec: ServerSpec) -> str | None:
+    """Why `spec` cannot be started at all (its command or working directory is missing), else None.
+
+    One line naming the command and what to do; nothing is started.
+    """
     command = spec.command
     if os.sep in command:
         path = Path(command)
@@ -280,8 +284,14 @@ def _check_command(spec: ServerSpec) -> None:
     else:
         found = shutil.which(command) is not None
     if not found:
-        raise ServerStartError(f"{spec.label}: command '{command}' not found (not an executable file or not "
-                               "on PATH); install it or fix the command in the MCP config")
+        return (f"{spec.label}: command '{command}' not found (not an executable file or not on PATH); "
+                "install it or fix the command in the MCP config")
     if spec.cwd and not Path(spec.cwd).is_dir():
-        raise ServerStartError(f"{spec.label}: working directory '{spec.cwd}' does not exist; fix cwd in the "
-                               "MCP config")
+        return f"{spec.label}: working directory '{spec.cwd}' does not exist; fix cwd in the MCP config"
+    return None
+
+
+def _check_command(spec: ServerSpec) -> None:
+    problem = command_problem(spec)
+    if problem is not None:
+        raise ServerStartError(problem)

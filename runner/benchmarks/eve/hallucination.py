@@ -15,8 +15,12 @@ from runner.types import Sample, TaskResult
 OPTIONS = ("Yes", "No")
 
 
-def gold_label(value: Any) -> bool:
-    """The dataset's `is_hallucinated` as a bool; anything unreadable fails the row (EVE defaulted to True)."""
+LABEL_COLUMNS = ("label", "is_hallucinated")
+"""Where the gold label is read, first found first: EVE reads `label`, then `is_hallucinated`."""
+
+
+def gold_label(value: Any, column: str = "is_hallucinated") -> bool:
+    """A gold label as a bool; anything unreadable fails the row (EVE defaulted to True, or read it as B)."""
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)) and value in (0, 1):
@@ -26,7 +30,7 @@ def gold_label(value: Any) -> bool:
         return True
     if text in ("false", "no", "0", "b", "not hallucinated"):
         return False
-    raise ValueError(f"is_hallucinated value {value!r} is not a yes/no label")
+    raise ValueError(f"{column} value {value!r} is not a yes/no label")
 
 
 class HallucinationDetection(GenerativeTask):
@@ -38,10 +42,11 @@ class HallucinationDetection(GenerativeTask):
 
     def to_sample(self, row: Mapping[str, Any], index: int) -> Sample:
         require(row, "Question", "Answer")
-        label = row.get("is_hallucinated", row.get("label"))
-        if label is None:
-            raise ValueError("row has no is_hallucinated label")
-        return Sample(id=sample_id(row, index), input=str(row["Question"]), target=gold_label(label),
+        # `label` wins over `is_hallucinated` when a row has both, as in EVE; a null one is no label.
+        column = next((c for c in LABEL_COLUMNS if row.get(c) is not None), None)
+        if column is None:
+            raise ValueError(f"row has no gold label (a {' or '.join(LABEL_COLUMNS)} column)")
+        return Sample(id=sample_id(row, index), input=str(row["Question"]), target=gold_label(row[column], column),
                       choices=OPTIONS, metadata={"answer": str(row["Answer"])})
 
     def prompt_vars(self, sample: Sample) -> dict[str, Any]:

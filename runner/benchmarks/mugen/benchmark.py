@@ -17,10 +17,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
+
 from runner.benchmarks.base import Benchmark, Loaded, Task, require
 from runner.benchmarks.mugen.catalog import ABBREVIATIONS, DIMENSION_OF, DIMENSIONS
 from runner.benchmarks.mugen.predictions import TaskPredictions, check_record, scan
-from runner.benchmarks.mugen.task import MugenTask
+from runner.benchmarks.mugen.task import MugenTask, percent
 from runner.errors import ConfigError, DataError
 from runner.sources import BAD_ROW, MissingSplit, local_task_file, open_dataset, read_jsonl
 from runner.tracking.local import record_key
@@ -89,8 +91,15 @@ class MugenBenchmark(Benchmark):
                                 + (f" ({len(problems)} item(s) skipped, see above)" if problems else ""))
             self._predictions = {p.task: p for p in found}
             names = [t for t in names if t in self._predictions]
-        return [instantiate(self.specs[t], f"benchmark.specs.{t}", name=t, split=self.split,
-                            **self.task_options) for t in names]
+        tasks: list[Task] = []
+        for t in names:
+            task = instantiate(self.specs[t], f"benchmark.specs.{t}", name=t, split=self.split, **self.task_options)
+            # What decides its records (part of their fingerprints): its entry and the benchmark's options.
+            spec = OmegaConf.to_container(self.specs[t], resolve=True) if isinstance(self.specs[t], DictConfig) \
+                else dict(self.specs[t])
+            task.spec = {**spec, "split": self.split, **self.task_options}
+            tasks.append(task)
+        return tasks
 
     def _problem(self, *lines: str) -> None:
         for line in lines:
@@ -129,10 +138,10 @@ class MugenBenchmark(Benchmark):
                 self._problem(problem + "; record not judged")
                 bad.append((sid, problem))
                 continue
-            if rec["response"] is None:
-                log.warning("%s record %d (id %r): response is null; counted as incorrect (no option chosen)",
-                            preds.path, index, sid)
-            task.responses[record_key(sid)] = rec["response"]
+            if rec.get("response") is None:
+                log.warning("%s record %d (id %r): %s; counted as incorrect (no option chosen)", preds.path,
+                            index, sid, "response is null" if "response" in rec else "no response field")
+            task.responses[record_key(sid)] = rec.get("response")
             samples.append(Sample(id=sid, input=rec["instruction"], target=rec["answer"], metadata={"record": rec}))
         return Loaded(shots=[], samples=samples, bad=bad)
 
@@ -192,31 +201,37 @@ class MugenBenchmark(Benchmark):
 
     def summary(self, tasks: Sequence[Task], results: Mapping[str, TaskResult]) -> dict[str, Any]:
         """The base summary plus MUGEN's: micro `accuracy` over all judged samples, per-dimension micro
-        averages keyed by full dimension name (dimensions with no task present are left out), the
-        correct/judged counts behind them, and the skipped items."""
+        averages keyed by full dimension name (dimensions with no task present are left out; one whose
+        tasks judged nothing is null, as is `accuracy` when nothing was judged), the correct/judged counts
+        behind them, and the skipped items."""
         out = super().summary(tasks, results)
         correct: dict[str, int] = {}
         judged: dict[str, int] = {}
         for name, r in results.items():
-            n = r.n - r.n_errors
-            if n <= 0 or name not in DIMENSION_OF:
+            if name not in DIMENSION_OF:
                 continue
             dim = DIMENSION_OF[name]
+            correct.setdefault(dim, 0)
+            judged.setdefault(dim, 0)
+            n, accuracy = r.n - r.n_errors, r.metrics.get("accuracy")
+            if n <= 0 or accuracy is None:
+                continue
             # accuracy is correct/n with integer counts, so rounding recovers the count exactly
-            correct[dim] = correct.get(dim, 0) + round(r.metrics.get("accuracy", 0.0) * n)
-            judged[dim] = judged.get(dim, 0) + n
+            correct[dim] += round(accuracy * n)
+            judged[dim] += n
         order = [d for d in DIMENSIONS if d in judged]
+        rate = {d: correct[d] / judged[d] if judged[d] else None for d in order}
         total_c, total_n = sum(correct.values()), sum(judged.values())
         out.update({
-            "accuracy": total_c / total_n if total_n else 0.0,
-            "dimensions": {d: correct[d] / judged[d] for d in order},
+            "accuracy": total_c / total_n if total_n else None,
+            "dimensions": rate,
             "n_correct": total_c,
             "n_judged": total_n,
             "dimension_counts": {d: {"correct": correct[d], "n": judged[d]} for d in order},
             "problems": list(self.problems),
         })
         for d in order:
-            print(f"Dimension: {d} ({ABBREVIATIONS[d]}) | Accuracy: {100 * correct[d] / judged[d]:.2f}% "
-                  f"({correct[d]}/{judged[d]})", flush=True)
-        print(f"Overall | Accuracy: {100 * out['accuracy']:.2f}% ({total_c}/{total_n})", flush=True)
+            print(f"Dimension: {d} ({ABBREVIATIONS[d]}) | Accuracy: {percent(rate[d])} ({correct[d]}/{judged[d]})",
+                  flush=True)
+        print(f"Overall | Accuracy: {percent(out['accuracy'])} ({total_c}/{total_n})", flush=True)
         return out

@@ -80,16 +80,18 @@ def _read(path: Path) -> tuple[list[Any], str | None]:
 
 
 def check_record(record: Any, index: int, path: Path) -> str | None:
-    """Why one prediction record cannot be judged (None when it can). A null response can be judged."""
+    """Why one prediction record cannot be judged (None when it can).
+
+    A record with no response (`"response": null`, or no `response` field) can be judged: it names no
+    option, so it is incorrect. MUGEN's own judge crashed on it and lost the whole task's results.
+    """
     where = f"{path} record {index}"
     if not isinstance(record, dict):
         return f"{where}: expected an object with id, instruction, answer, response; got {type(record).__name__}"
-    if "response" not in record:
-        return f"{where}: no 'response' field; add the model's reply (null if it gave none)"
     for key in ("instruction", "answer"):
         if not isinstance(record.get(key), str) or not record[key].strip():
             return f"{where}: '{key}' is missing or not a non-empty string"
-    response = record["response"]
+    response = record.get("response")
     if response is not None and not isinstance(response, str):
         return f"{where}: 'response' must be a string or null, got {type(response).__name__}"
     return None

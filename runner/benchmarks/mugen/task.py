@@ -14,6 +14,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ JUDGE_FORMAT = json_schema_format(
 PAPER_JUDGE = "claude-haiku-4-5-20251001"
 _ANSWER = re.compile(r"\(?\s*([A-Ja-j])\s*\)?")
 _NULL_EXPLANATION = "The response is null: no option was chosen."
+_MISSING_EXPLANATION = "The record has no response: no option was chosen."
 
 
 class MugenTask(Task):
@@ -86,14 +88,16 @@ class MugenTask(Task):
         extra: dict[str, Any] = {"dimension": self.dimension}
         n_options = 5
         if self.predictions:
-            response, prompt, source = sample.metadata["record"]["response"], sample.input, sample.metadata["record"]
+            source = sample.metadata["record"]
+            response, prompt = source.get("response"), sample.input
         else:
             response, prompt, source, n_options, gen = await self._generate(sample, ctx)
             usage["model"] = gen.pop("usage", {})
             extra.update(gen)
-        if response is None:
+        if response is None:  # names no option: incorrect, no judge asked (MUGEN's own judge crashed here)
             judgements: list[Judgement] = []
-            correct, explanation, verdict_text = 0.0, _NULL_EXPLANATION, "incorrect"
+            explanation = _NULL_EXPLANATION if "response" in source else _MISSING_EXPLANATION
+            correct, verdict_text = 0.0, "incorrect"
         else:
             judgements, usage["judges"] = await self._judge(sample, response, ctx)
             correct, explanation, verdict_text = self._verdict(judgements)
@@ -183,12 +187,9 @@ class MugenTask(Task):
         """
         read = judging.read_strict if self.strict else judging.read_lenient
         fields = []
-        for j in judgements:
-            if j.status == "error":
-                fields.append((f"judge call failed: {j.raw}", judging.NO_JUDGEMENT))
-            else:
-                reading = read(j.raw)
-                fields.append((reading.explanation, reading.judgement))
+        for j in judgements:  # ok or invalid: a judge call that kept failing raised CallError (an error record)
+            reading = read(j.raw)
+            fields.append((reading.explanation, reading.judgement))
         correct = majority_vote([j.passed for j in judgements])
         if len(judgements) == 1:
             return correct, fields[0][0], fields[0][1]
@@ -206,6 +207,18 @@ class MugenTask(Task):
                      ", ".join(models), PAPER_JUDGE)
 
     # ------------------------------------------------------------------ resume, metrics, files
+
+    def fingerprint_parts(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> dict[str, Any]:
+        """The base parts, with the row's place standing in for the function that fetches its audio (a
+        bound method's text holds a memory address, so it would differ on every run)."""
+        meta = dict(sample.metadata)
+        fetch = meta.pop("fetch", None)
+        if fetch is not None:
+            meta["row"] = list(getattr(fetch, "args", ()))
+        return super().fingerprint_parts(replace(sample, metadata=meta), shots, ctx)
+
+    def rubric_texts(self) -> list[str]:
+        return [(self.judge_dir / self.judge_file).read_text(encoding="utf-8")]
 
     def finished(self, record: Mapping[str, Any]) -> bool:
         """Only `ok` records are done: failed calls and invalid judgements are asked again. Judging a
@@ -240,13 +253,18 @@ class MugenTask(Task):
             write_records(run_dir / "predictions" / self.name / "output.json", inputs)
         write_records(run_dir / self.name / "llm_judge_results.json", judged)
         scored = result.n - result.n_errors
-        n_correct = round(result.metrics.get("accuracy", 0.0) * scored)
-        print(f"Task: {self.name} | Accuracy: {100 * result.metrics.get('accuracy', 0.0):.2f}% "
-              f"({n_correct}/{scored})", flush=True)
+        accuracy = result.metrics.get("accuracy")
+        n_correct = round(accuracy * scored) if accuracy is not None else 0
+        print(f"Task: {self.name} | Accuracy: {percent(accuracy)} ({n_correct}/{scored})", flush=True)
         if result.invalid_ids:
             print(f"Invalid judgements for IDs: {result.invalid_ids}", flush=True)
         if result.error_ids:
             print(f"Not judged (errors, see samples/{self.name}.jsonl) for IDs: {result.error_ids}", flush=True)
+
+
+def percent(rate: float | None) -> str:
+    """A rate as MUGEN prints it; n/a when it is over nothing (null in results.json)."""
+    return "n/a" if rate is None else f"{100 * rate:.2f}%"
 
 
 def _correct(record: Mapping[str, Any]) -> float:

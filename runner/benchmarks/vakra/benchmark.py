@@ -2,8 +2,10 @@
 
 Every `<domain>.json` in `gt_root` (or the `domains` asked for) is one task, built from the `task` spec
 (`specs.<domain>` overrides it for one domain). The predictions are files in `pred_root`; the servers
-come from `mcp_config` (VAKRA's mcp_connection_config.yaml). Bad config stops the run with one line;
-bad data fails only the dialogue or domain it is in.
+come from `mcp_config` (VAKRA's mcp_connection_config.yaml). Bad config stops the run with one line,
+and so does no MCP server able to start (exit 3); bad data, or one domain's server, fails only the dialogue
+or domain it is in. A ground-truth dialogue without a prediction is a missing prediction (scored 0 as VAKRA
+does), not an error.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
+
 from runner.benchmarks.base import Benchmark, Loaded, Task
 from runner.benchmarks.vakra.dialogues import CAPABILITIES
 from runner.benchmarks.vakra.policy import load_policy_judge
 from runner.benchmarks.vakra.report import summary
 from runner.benchmarks.vakra.scoring import AGGREGATES
-from runner.benchmarks.vakra.servers import server_entry
+from runner.benchmarks.vakra.servers import StartLedger, preflight, server_entry
 from runner.benchmarks.vakra.task import DomainTask, VakraSettings
 from runner.errors import ConfigError
 from runner.types import TaskResult
@@ -112,12 +116,15 @@ class VakraBenchmark(Benchmark):
         self.selected = domains
         entry = server_entry(str(self.mcp_config), self.capability, CAPABILITIES[self.capability]) \
             if self.replay else None
+        if entry is not None:
+            preflight(entry)  # a command that does not exist can start no server: exit 3 before anything runs
         settings = VakraSettings(
             capability=self.capability, gt_root=self.gt_root, pred_root=self.pred_root, domains=tuple(domains),
             server_entry=entry, aggregate=self.aggregate,
             policy=load_policy_judge(self.policy_judge) if self.policy_judge else None,
             policy_capabilities=self.policy_capabilities, tool_timeout=self.tool_timeout,
-            start_timeout=self.start_timeout, replay_concurrency=self.replay_concurrency, limit=self.limit)
+            start_timeout=self.start_timeout, replay_concurrency=self.replay_concurrency, limit=self.limit,
+            ledger=StartLedger() if entry is not None else None)
         tasks: list[Task] = []
         for domain in domains:
             spec, where = (self.specs[domain], f"benchmark.specs.{domain}") if domain in self.specs else \
@@ -128,6 +135,11 @@ class VakraBenchmark(Benchmark):
             if not isinstance(task, DomainTask):
                 raise ConfigError(f"{where}._target_: must be a runner.benchmarks.vakra.task.DomainTask")
             task.bind(settings)
+            # What decides its records besides the dialogues (part of their fingerprints).
+            task.spec = {**(OmegaConf.to_container(spec, resolve=True) if isinstance(spec, DictConfig)
+                            else dict(spec)),
+                         "capability": self.capability, "replay": self.replay, "aggregate": self.aggregate,
+                         "policy_judge": self.policy_judge, "policy_capabilities": list(self.policy_capabilities)}
             tasks.append(task)
         return tasks
 

@@ -4,8 +4,9 @@
 2. Exact match: every ground-truth tool response appears, as the very same string, among the last 20
    predicted responses. If it passes, the groundedness judge alone decides the turn.
 3. Otherwise the correctness judge compares the answers; if correct, the groundedness judge decides.
-A panel of several judges decides by majority (⌊n/2⌋+1); an unparseable reply or a failed judge call
-counts as a fail and marks the dialogue invalid, never as a silent 0.
+A panel of several judges decides by majority (⌊n/2⌋+1); an unparseable reply counts as a fail and marks
+the dialogue invalid, never as a silent 0. A judge call that still fails after its retries raises CallError,
+so the dialogue becomes an error (left out of the domain mean, asked again on resume), not a verdict.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class TurnScore:
 
     @property
     def invalid(self) -> bool:
-        """A judge reply could not be parsed, or a judge call failed."""
+        """A judge reply could not be parsed."""
         return any(j["status"] != "ok" for j in self.judgements)
 
     def scores(self) -> dict[str, float]:

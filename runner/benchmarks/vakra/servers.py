@@ -4,7 +4,9 @@ The config has one entry per capability id under `tasks:`. An entry is a local s
 (`command`, `args`; plus the runner's own `env` and `cwd`, relative to the config file) or a container
 exec (`container_name`, `container_runtime`, `container_env`, `container_command`), which becomes
 `docker exec -i -e K=V ... <container> <command>` over stdio. `MCP_DOMAIN=<domain>` is always injected.
-Problems with the file itself stop the run (ConfigError); a server that cannot start fails only its domain.
+Problems with the file itself stop the run (ConfigError). A server that cannot start fails only its domain,
+unless no server can start at all: a command (or container runtime) that does not exist, or every domain
+that has dialogues to replay failing to start before any server did, stops the run (EndpointError, exit 3).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from runner.envs.mcp_env import MCPSession, ServerSpec, ServerStartError
-from runner.errors import ConfigError
+from runner.envs.mcp_env import MCPSession, ServerSpec, ServerStartError, command_problem
+from runner.errors import ConfigError, EndpointError
 
 log = logging.getLogger("runner")
 
@@ -90,6 +92,43 @@ def server_spec(entry: Mapping[str, Any], domain: str) -> ServerSpec:
     return ServerSpec(command=str(runtime), args=tuple(args), env=env, label=label)
 
 
+def preflight(entry: Mapping[str, Any]) -> None:
+    """EndpointError (exit 3) when the entry's command cannot start for any domain: it (or the container
+    runtime, or the working directory) does not exist. Nothing is started."""
+    spec = server_spec(entry, "<domain>")
+    problem = command_problem(ServerSpec(command=spec.command, args=spec.args, env=spec.env, cwd=spec.cwd,
+                                         label=f"MCP server ({entry['_where']})"))
+    if problem is not None:
+        raise EndpointError(f"vakra: no MCP server can start: {problem}, or set benchmark.replay=false to "
+                            "score the tool responses stored in the files")
+
+
+class StartLedger:
+    """Which domains of one run started an MCP server, and which failed to: when every domain that has
+    dialogues to replay failed and none started, no MCP server is able to start and the run stops."""
+
+    def __init__(self) -> None:
+        self.expected: set[str] = set()
+        """Domains with at least one dialogue to replay (set as the domains are loaded)."""
+        self.started: set[str] = set()
+        self.failed: dict[str, str] = {}
+
+    def expect(self, domain: str) -> None:
+        self.expected.add(domain)
+
+    def start_ok(self, domain: str) -> None:
+        self.started.add(domain)
+
+    def start_failed(self, domain: str, message: str) -> None:
+        """Note a failed start; EndpointError once no domain can start (the first failure names why)."""
+        self.failed.setdefault(domain, message)
+        if not self.started and self.expected and self.expected <= set(self.failed):
+            first = next(iter(self.failed.values()))
+            raise EndpointError(f"vakra: no MCP server was able to start ({len(self.failed)} domain(s) tried); "
+                                f"first: {first}; check benchmark.mcp_config and the server, then re-run with "
+                                "the same hydra.run.dir")
+
+
 def _container_runtime() -> str:
     return next((r for r in ("docker", "podman") if shutil.which(r)), "docker")
 
@@ -108,8 +147,10 @@ class DomainServers:
     """
 
     def __init__(self, spec: ServerSpec, *, fresh: bool, start_timeout: float, call_timeout: float,
-                 log_path: Path | None = None) -> None:
+                 log_path: Path | None = None, domain: str = "", ledger: StartLedger | None = None) -> None:
         self.spec = spec
+        self.domain = domain
+        self.ledger = ledger
         self.fresh = fresh
         self.start_timeout = start_timeout
         self.call_timeout = call_timeout
@@ -173,9 +214,13 @@ class DomainServers:
         except ServerStartError as exc:
             if self.failure is None:
                 self.failure = str(exc)
+                if self.ledger is not None:
+                    self.ledger.start_failed(self.domain, self.failure)  # EndpointError if none can start
                 log.warning("vakra: %s; this domain's dialogues are recorded as errors (%s)", exc,
                             "re-run with the same hydra.run.dir once it is fixed")
             raise ServerUnavailable(self.failure) from None
+        if self.ledger is not None:
+            self.ledger.start_ok(self.domain)
         return session
 
     def _close_when_idle(self) -> None:

@@ -19,7 +19,7 @@ from runner.benchmarks.vakra.policy import run_policy_judge
 from runner.benchmarks.vakra.replay import Outcome, Replayer
 from runner.benchmarks.vakra.report import DomainResult, domain_block, domain_result, write_report
 from runner.benchmarks.vakra.scoring import RESPONSE_WINDOW, TurnScore, TurnScorer, aggregate
-from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable, server_spec
+from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable, StartLedger, server_spec
 from runner.types import Sample, SampleRecord, TaskResult
 
 log = logging.getLogger("runner")
@@ -43,6 +43,8 @@ class VakraSettings:
     start_timeout: float = 60.0
     replay_concurrency: int = 4
     limit: int | None = None
+    ledger: StartLedger | None = None
+    """The run's record of which domains' servers started (to tell one broken domain from none able to start)."""
 
 
 class DomainTask(Task):
@@ -70,7 +72,8 @@ class DomainTask(Task):
         if settings.server_entry is not None:
             self.servers = DomainServers(server_spec(settings.server_entry, self.name),
                                          fresh=settings.capability == "capability_bi_apis",
-                                         start_timeout=settings.start_timeout, call_timeout=settings.tool_timeout)
+                                         start_timeout=settings.start_timeout, call_timeout=settings.tool_timeout,
+                                         domain=self.name, ledger=settings.ledger)
         self.replayer = Replayer(self.servers, settings.capability, settings.tool_timeout)
 
     def load(self) -> Loaded:
@@ -110,6 +113,8 @@ class DomainTask(Task):
             samples.append(Sample(id=uuid, input=str(turns[-1].get("query") or ""), target=turns[-1].get("answer"),
                                   metadata={"gt": gt, "turns": turns, "pred": prediction, "pred_turn": turn,
                                             "duplicate": duplicate}))
+        if s.ledger is not None and self.servers is not None and any(x.metadata["pred"] is not None for x in samples):
+            s.ledger.expect(self.name)
         return Loaded(shots=[], samples=samples, bad=bad)
 
     async def evaluate(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> SampleRecord:
@@ -117,11 +122,14 @@ class DomainTask(Task):
         s = self._settings()
         meta = sample.metadata
         if meta["pred"] is None:
-            # Status error: nothing was evaluated, and a resumed run looks for the prediction again.
+            # A missing prediction is what VAKRA scores 0, not an error: nothing failed, so the exit status
+            # does not change. It is left out of the domain mean (over paired dialogues), counts 0 in the
+            # summary mean, and a resumed run looks for the prediction again (see `finished`).
             return SampleRecord(id=sample.id, task=self.name, prompt=sample.input, reference=sample.target,
-                                status="error", error=f"no prediction for uuid {sample.id} in "
-                                f"{s.pred_root / (self.name + '.json')}",
-                                extra={"paired": False, "missing_prediction": True})
+                                scores={"dialogue_score": 0.0}, status="ok",
+                                extra={"paired": False, "missing_prediction": True,
+                                       "note": f"no prediction for uuid {sample.id} in "
+                                               f"{s.pred_root / (self.name + '.json')}"})
         if self.servers is not None and self.servers.log_path is None and ctx.run_dir is not None:
             self.servers.log_path = ctx.run_dir / "mcp_logs" / f"{self.name}.log"
         uuid, turns, turn = str(sample.id), meta["turns"], meta["pred_turn"]
@@ -161,6 +169,14 @@ class DomainTask(Task):
                    "per_turn": [_turn_details(last, sample.input, pred_answer, scored, predicted, ground_truth[-1])],
                    "tool_calls": {"prediction": [o.to_dict() for o in predicted],
                                   "ground_truth": [[o.to_dict() for o in t] for t in ground_truth]}})
+
+    def rubric_texts(self) -> list[str]:
+        return [(self.scorer.prompt_dir / name).read_text(encoding="utf-8")
+                for name in (self.scorer.correctness_prompt, self.scorer.groundedness_prompt)]
+
+    def finished(self, record: Mapping[str, Any]) -> bool:
+        """Done unless an error, or a missing prediction (re-checked on resume: it costs no request)."""
+        return super().finished(record) and not (record.get("extra") or {}).get("missing_prediction")
 
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
         return domain_result(records, self._pairing())

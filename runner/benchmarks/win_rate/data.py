@@ -1,7 +1,8 @@
 r"""Earlier outputs of two models, read and paired by question: EVE-style CSVs or this runner's samples files.
 
 A CSV has a question column (`Question`, or `doc\.Question` as in a W&B export of an evalkit samples
-table), `target` (the reference) and `filtered_resps` (the answer). A samples file
+table; also `doc.Question`, and `doc\\.Question` with two backslashes, the literal EVE's script compares
+column names with), `target` (the reference) and `filtered_resps` (the answer). A samples file
 (`samples/<task>.jsonl` of an earlier run) has `prompt`, `reference` and `response` per record; its
 question is the record's `question` field where present, else the text of the prompt's last user
 message (for EVE's `open_ended` that is the question itself).
@@ -20,7 +21,7 @@ from typing import Any
 from runner.errors import DataError
 from runner.sources import BAD_ROW, read_jsonl
 
-QUESTION_COLUMNS = ("Question", "doc\\.Question", "doc.Question", "question")
+QUESTION_COLUMNS = ("Question", "doc\\.Question", "doc.Question", "doc\\\\.Question", "question")
 REFERENCE_COLUMNS = ("target", "Answer", "reference")
 ANSWER_COLUMNS = ("filtered_resps", "response")
 ID_COLUMNS = ("id", "uuid", "qid", "doc_id", "doc\\.id")

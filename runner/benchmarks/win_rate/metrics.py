@@ -1,16 +1,17 @@
 """Win-rate metrics from pairwise sample records alone: per-judge tallies, then the CONTRACT's rates.
 
-Every rate is a fraction over a judge's *valid* judgements: an invalid reply or a failed call is
-counted (the sample is listed in `invalid_ids`) and left out of every denominator, never a tie.
+Every rate is a fraction over a judge's *valid* judgements: an invalid reply is counted (the sample is
+listed in `invalid_ids`) and left out of every denominator, never a tie. A rate over nothing (a judge with
+no valid judgement, a position model A was never shown in, no sample every judge judged) is None (null),
+never 0. A judge call that keeps failing makes the whole sample an error, so it is in no record's judgements.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runner.metrics.core import mean
 
 TIE = "tie"
 
@@ -23,7 +24,7 @@ class Tally:
     wins_b: int = 0
     ties: int = 0
     invalid: int = 0
-    """Judgements whose reply did not parse or whose call failed (with both orders: either call)."""
+    """Judgements whose reply did not parse (with both orders: either call's)."""
     a_first: int = 0
     """Calls (of valid judgements) that showed model A first ..."""
     a_first_wins: int = 0
@@ -40,31 +41,30 @@ class Tally:
         """Judgements that count: wins of either model and ties."""
         return self.wins_a + self.wins_b + self.ties
 
-    def share(self, count: float) -> float:
-        """`count` over the valid judgements (0.0 when there are none)."""
-        return count / self.valid if self.valid else 0.0
+    def share(self, count: float) -> float | None:
+        """`count` over the valid judgements (None when there are none)."""
+        return count / self.valid if self.valid else None
 
     @property
-    def a_win_rate_first(self) -> float:
-        """Model A's win rate in the calls that showed it first."""
-        return self.a_first_wins / self.a_first if self.a_first else 0.0
+    def a_win_rate_first(self) -> float | None:
+        """Model A's win rate in the calls that showed it first (None if it never was)."""
+        return self.a_first_wins / self.a_first if self.a_first else None
 
     @property
-    def a_win_rate_second(self) -> float:
-        """Model A's win rate in the calls that showed it second."""
-        return self.a_second_wins / self.a_second if self.a_second else 0.0
+    def a_win_rate_second(self) -> float | None:
+        """Model A's win rate in the calls that showed it second (None if it never was)."""
+        return self.a_second_wins / self.a_second if self.a_second else None
 
     @property
-    def position_bias(self) -> float:
-        """|A's win rate shown first − shown second|; 0.0 when A was never shown in one of the positions."""
-        if not (self.a_first and self.a_second):
-            return 0.0
-        return abs(self.a_win_rate_first - self.a_win_rate_second)
+    def position_bias(self) -> float | None:
+        """|A's win rate shown first − shown second|; None when A was never shown in one of the positions."""
+        first, second = self.a_win_rate_first, self.a_win_rate_second
+        return None if first is None or second is None else abs(first - second)
 
     @property
-    def flip_rate(self) -> float:
-        """Share of both-order judgements whose verdict changed with the order."""
-        return self.flips / self.two_orders if self.two_orders else 0.0
+    def flip_rate(self) -> float | None:
+        """Share of both-order judgements whose verdict changed with the order (None without any)."""
+        return self.flips / self.two_orders if self.two_orders else None
 
 
 def judgement_of(record: Mapping[str, Any], judge: str) -> Mapping[str, Any] | None:
@@ -101,21 +101,28 @@ def tally(records: Sequence[Mapping[str, Any]], judge: str, model_a: str, model_
     return t
 
 
-def agreement(records: Sequence[Mapping[str, Any]], judges: Sequence[str]) -> float:
+def agreement(records: Sequence[Mapping[str, Any]], judges: Sequence[str]) -> float | None:
     """Share of samples on which every judge gave a valid verdict and all verdicts are the same.
 
-    Only samples where every judge's judgement is valid count (EVE's script divided by all rows).
+    Only samples where every judge's judgement is valid count (EVE's script divided by all rows); None
+    when there is no such sample.
     """
     rows = []
     for record in records:
         entries = [judgement_of(record, name) for name in judges]
         if all(e is not None and e.get("status") == "ok" for e in entries):
             rows.append(len({e["verdict"] for e in entries if e is not None}) == 1)
-    return mean(float(r) for r in rows)
+    return _mean(float(r) for r in rows)
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    """The mean of the values that exist; None when none does."""
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
 
 
 def pairwise_metrics(records: Sequence[Mapping[str, Any]], judges: Sequence[str], model_a: str,
-                     model_b: str) -> dict[str, float]:
+                     model_b: str) -> dict[str, float | None]:
     """The task's metrics, named as in the CONTRACT (plus per-judge `flip_rate` when both orders ran).
 
     Per judge: `win_rate/<j>/<model>`, `win_rate/<j>/tie`, `alpaca_win_rate/<j>/<model>` (wins + ½ ties),
@@ -125,8 +132,9 @@ def pairwise_metrics(records: Sequence[Mapping[str, Any]], judges: Sequence[str]
     Then `judge_agreement`.
     """
     tallies = {name: tally(records, name, model_a, model_b) for name in judges}
-    both = any(t.two_orders for t in tallies.values())
-    out: dict[str, float] = {}
+    # Both orders ran when any judgement holds two calls (even if every one of them was invalid).
+    both = any(len(j.get("calls") or []) == 2 for r in records for j in r.get("judgements") or [])
+    out: dict[str, float | None] = {}
     for name, t in tallies.items():
         out[f"win_rate/{name}/{model_a}"] = t.share(t.wins_a)
         out[f"win_rate/{name}/{model_b}"] = t.share(t.wins_b)
@@ -141,13 +149,13 @@ def pairwise_metrics(records: Sequence[Mapping[str, Any]], judges: Sequence[str]
     judged = [t for t in tallies.values() if t.valid]
     wins: dict[str, Callable[[Tally], int]] = {model_a: lambda t: t.wins_a, model_b: lambda t: t.wins_b}
     for model, won in wins.items():
-        out[f"aggregate/{model}_win_rate"] = sum(map(won, tallies.values())) / valid if valid else 0.0
+        out[f"aggregate/{model}_win_rate"] = sum(map(won, tallies.values())) / valid if valid else None
     for model, won in wins.items():
         total = sum(map(won, tallies.values())) + ties / 2
-        out[f"aggregate/{model}_alpaca_win_rate"] = total / valid if valid else 0.0
+        out[f"aggregate/{model}_alpaca_win_rate"] = total / valid if valid else None
     for model, won in wins.items():
-        out[f"aggregate/avg_{model}_win_rate"] = mean(t.share(won(t)) for t in judged)
+        out[f"aggregate/avg_{model}_win_rate"] = _mean(t.share(won(t)) for t in judged)
     for model, won in wins.items():
-        out[f"aggregate/avg_{model}_alpaca_win_rate"] = mean(t.share(won(t) + t.ties / 2) for t in judged)
+        out[f"aggregate/avg_{model}_alpaca_win_rate"] = _mean(t.share(won(t) + t.ties / 2) for t in judged)
     out["judge_agreement"] = agreement(records, judges)
     return out

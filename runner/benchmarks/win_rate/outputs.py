@@ -48,8 +48,10 @@ def write_outputs(task: PairwiseTask, records: Sequence[Mapping[str, Any]], resu
         _write_csv(out / f"dropped_{task.name}.csv", columns, rows)
     from runner.charts import win_rate_chart
 
+    # A judge with no valid judgement draws empty bars; its label says n=0.
     shares = {f"{j} (n={t.valid}" + (f", {t.invalid} invalid)" if t.invalid else ")"):
-              (t.share(t.wins_a), t.share(t.ties), t.share(t.wins_b)) for j, t in tallies.items()}
+              (t.share(t.wins_a) or 0.0, t.share(t.ties) or 0.0, t.share(t.wins_b) or 0.0)
+              for j, t in tallies.items()}
     win_rate_chart(shares, task.model_a, task.model_b, chart_path(task, run_dir),
                    title=f"{task.model_a} vs {task.model_b} ({len(judged)} questions)")
 
@@ -120,8 +122,7 @@ def summary_table(task: PairwiseTask, tallies: Mapping[str, Tally]) -> tuple[lis
         row: list[Any] = [j, t.wins_a, t.wins_b, t.ties, t.valid, t.invalid, t.share(t.wins_a),
                           t.share(t.wins_b), t.share(t.ties), t.share(t.wins_a + t.ties / 2),
                           t.share(t.wins_b + t.ties / 2), t.a_first, t.a_second,
-                          t.a_win_rate_first if t.a_first else None,
-                          t.a_win_rate_second if t.a_second else None, t.position_bias]
+                          t.a_win_rate_first, t.a_win_rate_second, t.position_bias]
         if both:
             row.append(t.flip_rate)
         rows.append(row)
@@ -161,7 +162,6 @@ def metrics_table(task: PairwiseTask, result: TaskResult, tallies: Mapping[str, 
     return columns, rows
 
 
-def _diff(metrics: Mapping[str, float], mine: str, theirs: str) -> float | None:
-    if mine not in metrics or theirs not in metrics:
-        return None
-    return metrics[mine] - metrics[theirs]
+def _diff(metrics: Mapping[str, float | None], mine: str, theirs: str) -> float | None:
+    a, b = metrics.get(mine), metrics.get(theirs)
+    return None if a is None or b is None else a - b

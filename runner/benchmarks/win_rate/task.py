@@ -66,6 +66,9 @@ class PairwiseTask(Task):
         """The judge prompt's folder."""
         return Path(__file__).resolve().parent / "prompts"
 
+    def rubric_texts(self) -> list[str]:
+        return [(self.prompt_dir / self.prompt).read_text(encoding="utf-8")]
+
     def shown_first(self, seed: int, judge: str, question: str) -> list[str]:
         """The model shown first in each call this judge gets for this question."""
         if self.orders == "both":
@@ -78,10 +81,18 @@ class PairwiseTask(Task):
         answers = {self.model_a: sample.metadata["answer_a"], self.model_b: sample.metadata["answer_b"]}
         jobs = [(judge, first) for judge in ctx.panel.judges
                 for first in self.shown_first(ctx.seed, judge.name, sample.input)]
-        done = await asyncio.gather(*(self._ask(judge, first, sample, answers) for judge, first in jobs))
+        done = await asyncio.gather(*(self._ask(judge, first, sample, answers) for judge, first in jobs),
+                                    return_exceptions=True)
+        asked: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        for outcome in done:
+            if isinstance(outcome, BaseException):
+                # A judge call that kept failing (CallError) is no verdict: the sample is an error, asked
+                # again on resume. The other calls were awaited first, so none is left running.
+                raise outcome
+            asked.append(outcome)
         calls: dict[str, list[dict[str, Any]]] = {judge.name: [] for judge in ctx.panel.judges}
         used: dict[str, list[dict[str, Any]]] = {judge.name: [] for judge in ctx.panel.judges}
-        for (judge, _), (call, usage) in zip(jobs, done, strict=True):
+        for (judge, _), (call, usage) in zip(jobs, asked, strict=True):
             calls[judge.name].append(call)
             used[judge.name].append(usage)
         entries = [combine(name, judge_calls) for name, judge_calls in calls.items()]
@@ -140,11 +151,10 @@ class PairwiseTask(Task):
 def combine(judge: str, calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One judge's judgement from its calls: one call as it is; two calls win only when they agree.
 
-    A failed or unparsable call makes the whole judgement invalid (`error` if any call failed), so it
-    is left out of the judge's denominators rather than counted on one order only.
+    An unparsable reply to either call makes the whole judgement invalid, so it is left out of the
+    judge's denominators rather than counted on one order only.
     """
-    statuses = {c["status"] for c in calls}
-    status = "error" if "error" in statuses else "invalid" if "invalid" in statuses else "ok"
+    status = "ok" if all(c["status"] == "ok" for c in calls) else "invalid"
     verdicts = {c["verdict"] for c in calls}
     verdict = (verdicts.pop() if len(verdicts) == 1 else TIE) if status == "ok" else None
     if len(calls) == 1:

@@ -269,7 +269,7 @@ def breakdown(args: argparse.Namespace, data_dir: Path, tmp: Path) -> dict[str, 
     ev["process_exit"] = round(r["wall_s"], 3)
     compose = (
         "import sys; sys.path.insert(0, 'tests'); import os; from hydra import compose, initialize_config_dir; "
-        "from runner.schema import register; register(); "
+        "from runner.config import register; register(); "
         f"initialize_config_dir(config_dir={str(ROOT / 'conf')!r}, version_base='1.3').__enter__(); "
         "compose(config_name='config', overrides=['benchmark=eve','model=openai-compatible',"
         "'judges=none','tracker=none'])")

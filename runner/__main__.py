@@ -119,7 +119,7 @@ def main() -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from runner.schema import register
+    from runner.config import register
 
     register()
     app = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")(_job)

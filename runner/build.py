@@ -1,20 +1,17 @@
-"""From a composed config to objects: benchmark, tasks, model, judge panel, tracker, embedded servers.
-
-Only `_target_`s inside `runner.*` are instantiated; anything wrong becomes a ConfigError naming the key.
-"""
+"""From a composed config to objects: benchmark, tasks, model, judge panel, tracker, embedded servers."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from runner.benchmarks.base import Benchmark, Task
+from runner.config import instantiate, plain
 from runner.errors import ConfigError, EndpointError
 from runner.judges.panel import Panel
 from runner.models.cache import ResponseCache, default_cache_dir
@@ -22,36 +19,6 @@ from runner.models.litellm_model import Endpoint, endpoint_from_config
 from runner.models.local_server import LocalServer
 
 log = logging.getLogger("runner")
-
-
-def _plain(cfg: Any) -> Any:
-    return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
-
-
-def instantiate(spec: Any, where: str, **kwargs: Any) -> Any:
-    """`hydra.utils.instantiate` restricted to runner.*; a bad key or target names `where`."""
-    from hydra.utils import instantiate as hydra_instantiate
-
-    target = spec.get("_target_") if isinstance(spec, (Mapping, DictConfig)) else None
-    if not target:
-        raise ConfigError(f"{where}: no _target_ given; it must name a class in runner.*")
-    if not str(target).startswith("runner."):
-        raise ConfigError(f"{where}._target_: '{target}' is outside runner.*; only runner classes are built")
-    log.debug("Instantiating %s <%s>", where, target)
-    try:
-        return hydra_instantiate(spec, _recursive_=False, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - Hydra wraps the real cause; unwrap it for one clear line
-        cause: BaseException = exc
-        while cause.__cause__ is not None:
-            cause = cause.__cause__
-        text = " ".join(str(cause).split())
-        if isinstance(cause, TypeError) and "unexpected keyword argument" in text:
-            bad = text.split("unexpected keyword argument")[-1].strip(" '\"")
-            raise ConfigError(f"{where}: unknown key '{bad}' for {target}; check the spelling in its YAML "
-                              "file or override") from None
-        if isinstance(cause, ConfigError):
-            raise cause from None
-        raise ConfigError(f"{where}: cannot build {target}: {type(cause).__name__}: {text}") from None
 
 
 @dataclass
@@ -101,7 +68,7 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
     tasks = benchmark.build_tasks()
     needs_model = any(t.needs_model for t in tasks)
     needs_judges = any(t.needs_judges for t in tasks)
-    judge_entries = [_plain(j) for j in cfg.judges.panel] if needs_judges else []
+    judge_entries = [plain(j) for j in cfg.judges.panel] if needs_judges else []
     if needs_judges and not judge_entries:
         judged = ", ".join(t.name for t in tasks if t.needs_judges)
         raise ConfigError(f"judges.panel is empty but task(s) {judged} need judges; pick a panel with "
@@ -109,7 +76,7 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
     names = [j["name"] for j in judge_entries]
     if len(set(names)) != len(names):
         raise ConfigError(f"judges.panel: judge names must be unique (got {', '.join(names)})")
-    model_entry = _plain(cfg.model) if needs_model else None
+    model_entry = plain(cfg.model) if needs_model else None
     if model_entry and not model_entry.get("server") and any(j.get("server") for j in judge_entries):
         raise ConfigError(f"model {model_entry['name']} would be graded by the embedded demo judge, which "
                           "only grades the embedded demo model; choose a real panel with judges=NAME "

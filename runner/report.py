@@ -161,7 +161,7 @@ def sweep_group(sweep_dir: str) -> str:
 def _track(config: Any, report: dict[str, Any], group: str) -> None:
     from omegaconf import OmegaConf
 
-    from runner.build import instantiate
+    from runner.config import instantiate
 
     tracker_cfg = OmegaConf.select(config, "tracker")
     if tracker_cfg is None or "NullTracker" in str(tracker_cfg.get("_target_", "")):

@@ -15,9 +15,9 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from runner.build import instantiate
+from runner.config import instantiate
 from runner.errors import RunnerError
-from runner.schema import register
+from runner.config import register
 from runner.tracking.local import SampleStore, latest, write_json
 
 

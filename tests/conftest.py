@@ -49,7 +49,7 @@ def compose(overrides: list[str]) -> Any:
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from runner.schema import register
+    from runner.config import register
 
     register()
     GlobalHydra.instance().clear()

@@ -18,7 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from runner.benchmarks.base import Benchmark, Task
-from runner.build import build, instantiate
+from runner.build import build
+from runner.config import instantiate
 from runner.errors import ConfigError
 from runner.models.litellm_model import Endpoint, endpoint_from_config
 

@@ -16,7 +16,7 @@ from runner.benchmarks.mugen.benchmark import MugenBenchmark
 from runner.benchmarks.mugen.catalog import ABBREVIATIONS, DIMENSIONS, REFERENCE_TASKS, TASKS, name_hint
 from runner.benchmarks.mugen.choice import read_choice
 from runner.benchmarks.mugen.prompting import build_messages, letter_in_original_order, shuffled_order
-from runner.build import instantiate
+from runner.config import instantiate
 from runner.errors import ConfigError
 from runner.types import TaskResult
 

@@ -137,7 +137,7 @@ def test_without_the_extra_selecting_a_metric_is_one_line_naming_the_extra(tmp_p
 
 
 def test_building_every_eve_task_imports_none_of_the_heavy_libraries():
-    code = (HIDE_EXTRA + "from tests.conftest import compose\nfrom runner.build import instantiate\n"
+    code = (HIDE_EXTRA + "from tests.conftest import compose\nfrom runner.config import instantiate\n"
             "b = instantiate(compose(['benchmark=eve', 'benchmark.tasks=null']).benchmark, 'benchmark')\n"
             "print(len(b.build_tasks()))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

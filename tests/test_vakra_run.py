@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, compose, fake_model_overrides, read_jsonl, run_in_process
 
-from runner.build import instantiate
+from runner.config import instantiate
 from runner.errors import ConfigError, EndpointError
 
 BUNDLED = ROOT / "runner" / "benchmarks" / "vakra" / "bundled"

@@ -30,7 +30,7 @@ from runner.benchmarks.base import Benchmark
 from runner.benchmarks.win_rate.data import pair_outputs, read_outputs, unwrap_response
 from runner.benchmarks.win_rate.metrics import pairwise_metrics
 from runner.benchmarks.win_rate.task import a_shown_first
-from runner.build import instantiate
+from runner.config import instantiate
 from runner.errors import ConfigError, DataError
 
 FIXTURES = TESTS / "fixtures" / "win_rate"

@@ -149,7 +149,7 @@ class Benchmark:
 
     def build_tasks(self) -> list[Task]:
         """Instantiate the selected task specs (each spec's `_target_` names its Task class)."""
-        from runner.build import instantiate
+        from runner.config import instantiate
 
         tasks: list[Task] = []
         for t in self.selected:

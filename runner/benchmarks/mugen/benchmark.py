@@ -75,7 +75,7 @@ class MugenBenchmark(Benchmark):
 
     def build_tasks(self) -> list[Task]:
         """The selected tasks; judging a prediction folder, those of them that have a readable file there."""
-        from runner.build import instantiate
+        from runner.config import instantiate
 
         names = list(self.selected)
         if self.prediction_dir:

@@ -110,7 +110,7 @@ class VakraBenchmark(Benchmark):
 
     def build_tasks(self) -> list[Task]:
         """One DomainTask per domain, bound to the run's settings (nothing starts yet)."""
-        from runner.build import instantiate
+        from runner.config import instantiate
 
         domains = self.domain_names()
         self.selected = domains

@@ -1,13 +1,26 @@
-"""Structured-config schema: Hydra validates every composed config against it, so a typo names its key."""
+"""The config side of the runner: the structured-config schema Hydra validates every composed config
+against (a typo names its key), and `instantiate`, which builds `_target_`s inside `runner.*` only and
+turns anything wrong into a ConfigError naming the key."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional  # noqa: UP035 - OmegaConf needs typing generics
+from typing import (  # noqa: UP035 - OmegaConf needs typing generics
+    Any,
+    Dict,
+    List,
+    Optional,
+)
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from runner.errors import ConfigError
+
+log = logging.getLogger("runner")
 
 
 @dataclass
@@ -82,3 +95,34 @@ def register() -> None:
     ConfigStore.instance().store(name="runner_schema", node=RunnerConfig)
     if not OmegaConf.has_resolver("runner.package_dir"):
         OmegaConf.register_new_resolver("runner.package_dir", package_dir)
+
+
+def plain(cfg: Any) -> Any:
+    """A config node as plain Python (resolved); anything else as it is."""
+    return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
+
+
+def instantiate(spec: Any, where: str, **kwargs: Any) -> Any:
+    """`hydra.utils.instantiate` restricted to runner.*; a bad key or target names `where`."""
+    from hydra.utils import instantiate as hydra_instantiate
+
+    target = spec.get("_target_") if isinstance(spec, (Mapping, DictConfig)) else None
+    if not target:
+        raise ConfigError(f"{where}: no _target_ given; it must name a class in runner.*")
+    if not str(target).startswith("runner."):
+        raise ConfigError(f"{where}._target_: '{target}' is outside runner.*; only runner classes are built")
+    log.debug("Instantiating %s <%s>", where, target)
+    try:
+        return hydra_instantiate(spec, _recursive_=False, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - Hydra wraps the real cause; unwrap it for one clear line
+        cause: BaseException = exc
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        text = " ".join(str(cause).split())
+        if isinstance(cause, TypeError) and "unexpected keyword argument" in text:
+            bad = text.split("unexpected keyword argument")[-1].strip(" '\"")
+            raise ConfigError(f"{where}: unknown key '{bad}' for {target}; check the spelling in its YAML "
+                              "file or override") from None
+        if isinstance(cause, ConfigError):
+            raise cause from None
+        raise ConfigError(f"{where}: cannot build {target}: {type(cause).__name__}: {text}") from None

@@ -31,7 +31,8 @@ def resolved_config(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config with every secret masked (what results.json and the tracker get)."""
     plain = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
     assert isinstance(plain, dict)
-    return redact(plain)
+    masked: dict[str, Any] = redact(plain)
+    return masked
 
 
 def provenance(run_dir: Path) -> dict[str, Any]:
@@ -95,11 +96,12 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
         task_results, records = asyncio.run(execute(built, planned, store, ctx,
                                                     show_progress=bool(cfg.progress)))
         summary = built.benchmark.summary(built.tasks, task_results)
-        results = {
+        blocks = {name: r.to_dict() for name, r in task_results.items()}
+        results: dict[str, Any] = {
             "benchmark": built.benchmark.name,
             "model": model_name,
             "judges": built.panel.names,
-            "tasks": {name: r.to_dict() for name, r in task_results.items()},
+            "tasks": blocks,
             "summary": summary,
             "usage": (usage := usage_summary(built)),
             "totals": _totals(usage),
@@ -110,7 +112,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
         }
         write_json(run_dir / "results.json", results)
         for task in built.tasks:
-            tracker.log_task(task.name, records[task.name], results["tasks"][task.name])
+            tracker.log_task(task.name, records[task.name], blocks[task.name])
             extras = task.extras(records[task.name], task_results[task.name], run_dir)
             if extras:
                 tracker.log_extra(**extras)

@@ -48,8 +48,8 @@ def error_record(task: Task, sample_id: Any, prompt: Any, reference: Any, error:
 async def _evaluate(job: _Job, ctx: Context) -> dict[str, Any]:
     CURRENT_SAMPLE.set((job.task.name, record_key(job.sample.id)))
     try:
-        record = await job.task.evaluate(job.sample, job.loaded.shots, ctx)
-        return {**record.to_dict(), "fingerprint": job.fingerprint}
+        done = await job.task.evaluate(job.sample, job.loaded.shots, ctx)
+        return {**done.to_dict(), "fingerprint": job.fingerprint}
     except (RunnerError, asyncio.CancelledError):
         raise
     except CallError as exc:
@@ -58,8 +58,8 @@ async def _evaluate(job: _Job, ctx: Context) -> dict[str, Any]:
         log.debug("sample %s/%s failed", job.task.name, job.sample.id, exc_info=True)
         error = f"{type(exc).__name__}: {exc}"
     model = ctx.model.name if ctx.model else None
-    record = error_record(job.task, job.sample.id, job.sample.input, job.sample.target, error, model)
-    return {**record, "fingerprint": job.fingerprint}
+    failed = error_record(job.task, job.sample.id, job.sample.input, job.sample.target, error, model)
+    return {**failed, "fingerprint": job.fingerprint}
 
 
 def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto") -> Plan:

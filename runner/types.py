@@ -87,6 +87,17 @@ class Judgement:
 
 
 @dataclass
+class Scored:
+    """What a scorer makes of one reply: the answer it read, per-sample scores, and any judgements."""
+
+    answer: Any = None
+    scores: dict[str, float] = field(default_factory=dict)
+    judgements: list[Judgement] = field(default_factory=list)
+    judge_usage: dict[str, Any] = field(default_factory=dict)
+    """Per judge: the usage of its call(s), as in `SampleRecord.usage["judges"]`."""
+
+
+@dataclass
 class SampleRecord:
     """One line of `samples/<task>.jsonl`; every metric is recomputable from these lines alone."""
 

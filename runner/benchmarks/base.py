@@ -97,6 +97,10 @@ class Task:
             parts["judges"] = {"panel": [j.describe() for j in ctx.panel.judges], "rubric": self.rubric_texts()}
         return parts
 
+    def prepare(self, folders: Sequence[Path]) -> None:
+        """At build time: load and check what the task reads from disk (templates), so a typo stops the
+        run before any request. `folders` are where the benchmark's data lives (default: nothing)."""
+
     def rubric_texts(self) -> list[str]:
         """The text of every judge prompt template this task uses (a changed rubric changes verdicts)."""
         return []
@@ -156,6 +160,7 @@ class Benchmark:
             task = instantiate(self.specs[t], f"benchmark.specs.{t}", name=t)
             spec = self.specs[t]
             task.spec = OmegaConf.to_container(spec, resolve=True) if isinstance(spec, DictConfig) else spec
+            task.prepare([Path(self.data_dir)] if self.data_dir else [])
             tasks.append(task)
         return tasks
 

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from runner.benchmarks.base import Context, Task
 from runner.prompts import render
-from runner.types import Judgement, Sample, SampleRecord
-
-
-class Scored:
-    """What a scorer returns for one reply."""
-
-    def __init__(self, answer: Any, scores: Mapping[str, float], judgements: Sequence[Judgement] = (),
-                 judge_usage: Mapping[str, Any] | None = None) -> None:
-        self.answer = answer
-        self.scores = dict(scores)
-        self.judgements = list(judgements)
-        self.judge_usage = dict(judge_usage or {})
+from runner.types import Sample, SampleRecord, Scored
 
 
 class GenerativeTask(Task):
@@ -37,6 +26,17 @@ class GenerativeTask(Task):
     def prompt_dir(self) -> Path:
         """`prompts/` beside the module that defines the concrete task class."""
         return Path(inspect.getfile(type(self))).parent / "prompts"
+
+    def template_names(self) -> list[str]:
+        """Every template file this task renders."""
+        return [t for t in (self.system_prompt, self.user_prompt) if t]
+
+    def prepare(self, folders: Sequence[Path]) -> None:
+        """Check every template loads now: a misspelt file name stops the run before any request."""
+        from runner.templates import load_template
+
+        for name in self.template_names():
+            load_template(name, [self.prompt_dir], f"benchmark.specs.{self.name}")
 
     def prompt_vars(self, sample: Sample) -> dict[str, Any]:
         """Variables for the user template."""

@@ -12,18 +12,14 @@ from typing import Any
 
 from runner.benchmarks.base import Context, require, sample_id
 from runner.benchmarks.generative import GenerativeTask, Scored
-from runner.judges.panel import json_schema_format
 from runner.judges.parsers import parse_binary
 from runner.metrics.core import judge_panel_metrics
+from runner.metrics.named import judge_passes
 from runner.metrics.records import judge_names, task_result
 from runner.metrics.reference import ReferenceScorer, check, metric_names
 from runner.prompts import render
-from runner.types import Judgement, Sample, TaskResult
-
-BINARY_FORMAT = json_schema_format(
-    "judgement", {"judgement": {"type": "string", "enum": ["correct", "incorrect"]},
-                  "explanation": {"type": "string", "maxLength": 400}},
-    ["judgement", "explanation"])
+from runner.scorers.judged import BINARY_FORMAT, per_sample_scores
+from runner.types import Sample, TaskResult
 
 
 class JudgedTask(GenerativeTask):
@@ -49,6 +45,9 @@ class JudgedTask(GenerativeTask):
 
     def rubric_texts(self) -> list[str]:
         return [(self.prompt_dir / self.rubric).read_text(encoding="utf-8")]
+
+    def template_names(self) -> list[str]:
+        return [*super().template_names(), self.rubric]
 
     def rubric_vars(self, sample: Sample, text: str) -> dict[str, Any]:
         """What the rubric sees: the question, the reference and the reply (as in EVE, no context)."""
@@ -77,27 +76,11 @@ class JudgedTask(GenerativeTask):
         zero = {**judge_panel_metrics([], judges), **{m: 0.0 for m in metric_names(refs.selected)}}
 
         def metrics(ok: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-            return {**judge_panel_metrics([judge_scores(r) for r in ok], judges), **refs.aggregate(ok)}
+            return {**judge_panel_metrics([judge_passes(r) for r in ok], judges), **refs.aggregate(ok)}
 
         return task_result(records, metrics, zero=zero,
-                           per_sample=lambda r: {**judge_panel_metrics([judge_scores(r)], judges),
+                           per_sample=lambda r: {**judge_panel_metrics([judge_passes(r)], judges),
                                                  **refs.per_sample(r)})
-
-
-def per_sample_scores(judgements: Sequence[Judgement]) -> dict[str, float]:
-    """A sample's scores: each judge's pass (invalid/failed = 0) and the panel vote."""
-    from runner.metrics.core import majority_vote, mean, unanimous
-
-    values = [j.passed for j in judgements]
-    scores = {f"judge/{j.judge}": j.passed for j in judgements}
-    scores.update({"judge_avg": mean(values), "judge_vote": majority_vote(values),
-                   "judge_unanimous": unanimous(values)})
-    return scores
-
-
-def judge_scores(record: Mapping[str, Any]) -> dict[str, float]:
-    """{judge: pass} from a record's judgements (invalid and failed count as a fail)."""
-    return {j["judge"]: Judgement.from_dict(j).passed for j in record.get("judgements", [])}
 
 
 class OpenEnded(JudgedTask):

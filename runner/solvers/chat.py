@@ -1,0 +1,62 @@
+"""Chat: a system prompt, few-shot examples as earlier turns, then the question; one model call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from runner.templates import Template, load_template
+from runner.types import ModelOutput, Sample
+
+if TYPE_CHECKING:
+    from runner.benchmarks.base import Context
+
+
+def letters(n: int) -> list[str]:
+    """Option labels A, B, C, ... for n options."""
+    return [chr(ord("A") + i) for i in range(n)]
+
+
+def variables(sample: Sample) -> dict[str, Any]:
+    """What every template sees: the question, options and their letters, context documents, the
+    reference, and the row's own columns (`row.<column>`) when the data came through a `fields` map."""
+    return {"question": sample.input, "choices": sample.choices, "letters": letters(len(sample.choices)),
+            "context": sample.context, "target": sample.target, "reference": sample.target,
+            "row": sample.metadata.get("row", {})}
+
+
+class Chat:
+    """Asks the model under test one chat completion built from templates.
+
+    `user` renders the question; `system` (optional) comes first; each few-shot example is the user
+    template for the shot, then `shot` rendered for it as the assistant's turn (default: its target).
+    """
+
+    def __init__(self, user: str, system: str | None = None, shot: str = "{{ target }}") -> None:
+        self.specs = {"user": user, "system": system, "shot": shot}
+        self.templates: dict[str, Template] = {}
+
+    def prepare(self, folders: Sequence[Path], where: str) -> None:
+        """Compile the templates (at build time)."""
+        self.templates = {k: load_template(v, folders, f"{where}.solver.{k}")
+                          for k, v in self.specs.items() if v is not None}
+
+    def messages(self, sample: Sample, shots: Sequence[Sample]) -> list[dict[str, str]]:
+        """The chat messages for one sample."""
+        t = self.templates
+        msgs: list[dict[str, str]] = []
+        if "system" in t:
+            msgs.append({"role": "system", "content": t["system"].render(**variables(sample))})
+        for shot in shots:
+            msgs.append({"role": "user", "content": t["user"].render(**variables(shot))})
+            msgs.append({"role": "assistant", "content": t["shot"].render(**variables(shot))})
+        msgs.append({"role": "user", "content": t["user"].render(**variables(sample))})
+        return msgs
+
+    async def __call__(self, sample: Sample, shots: Sequence[Sample], ctx: Context,
+                       params: dict[str, Any]) -> tuple[list[dict[str, str]], ModelOutput]:
+        """Ask the model; returns the messages sent and its reply."""
+        assert ctx.model is not None
+        messages = self.messages(sample, shots)
+        return messages, await ctx.model.complete(messages, params=params)

@@ -1,0 +1,120 @@
+"""A task as data + solver + scorers + metrics, each chosen in YAML: a new judged or numeric benchmark
+needs a YAML file, a prompt file and a data file, and no Python.
+
+```yaml
+specs:
+  arithmetic:
+    _target_: runner.task.Task
+    fields: {input: question, target: answer}         # row columns -> Sample
+    solver: {_target_: runner.solvers.chat.Chat, user: arithmetic.j2}
+    scorers: [{_target_: runner.scorers.numeric.Numeric, rel_tol: 0.01}]
+    metrics: [mean:accuracy]                           # default: what the scorers give
+```
+Templates are found in `prompt_dir`, then beside the data (`benchmark.data_dir`), or written inline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from runner.benchmarks.base import Context, require, sample_id
+from runner.benchmarks.base import Task as BaseTask
+from runner.config import instantiate, plain
+from runner.errors import ConfigError
+from runner.metrics.named import Aggregation, aggregation
+from runner.metrics.records import task_result
+from runner.types import ModelOutput, Sample, SampleRecord, Scored, TaskResult
+
+
+class Solver(Protocol):
+    """How a sample is asked."""
+
+    def prepare(self, folders: Sequence[Path], where: str) -> None: ...
+
+    def messages(self, sample: Sample, shots: Sequence[Sample]) -> list[dict[str, str]]: ...
+
+    async def __call__(self, sample: Sample, shots: Sequence[Sample], ctx: Context,
+                       params: dict[str, Any]) -> tuple[list[dict[str, str]], ModelOutput]: ...
+
+
+class Scorer(Protocol):
+    """How a reply is scored."""
+
+    def prepare(self, folders: Sequence[Path], where: str) -> None: ...
+
+    def metrics(self) -> list[str]: ...
+
+    async def __call__(self, sample: Sample, text: str, ctx: Context) -> Scored: ...
+
+
+class Task(BaseTask):
+    """data (a `fields` map from row columns) + solver + scorers + named metrics."""
+
+    def __init__(self, name: str, solver: Mapping[str, Any], scorers: Sequence[Mapping[str, Any]],
+                 fields: Mapping[str, Any] | None = None, metrics: Sequence[str] | None = None,
+                 dataset: str | None = None, split: str = "train", num_fewshot: int = 0,
+                 params: Mapping[str, Any] | None = None, prompt_dir: str | None = None) -> None:
+        super().__init__(name, dataset=dataset, split=split, num_fewshot=num_fewshot, params=params)
+        where = f"benchmark.specs.{name}"
+        self.fields = dict(plain(fields) or {"input": "question", "target": "answer"})
+        for key in ("input", "target"):
+            if key not in self.fields:
+                raise ConfigError(f"{where}.fields: no '{key}' column named (e.g. fields: {{input: question, "
+                                  "target: answer}})")
+        self.solver: Solver = instantiate(solver, f"{where}.solver")
+        if not scorers:
+            raise ConfigError(f"{where}.scorers: a task needs at least one scorer")
+        self.scorers: list[Scorer] = [instantiate(s, f"{where}.scorers[{i}]") for i, s in enumerate(scorers)]
+        specs = list(metrics) if metrics else [m for s in self.scorers for m in s.metrics()]
+        self.aggregations: list[Aggregation] = [aggregation(m) for m in specs]
+        self.headline = next(iter(self.aggregations[0].keys([])), "accuracy") if self.aggregations else "accuracy"
+        self.prompt_dir = Path(prompt_dir) if prompt_dir else None
+        self.needs_judges = any(hasattr(s, "rubric_text") for s in self.scorers)
+
+    def prepare(self, folders: Sequence[Path]) -> None:
+        """Compile every template now, so a missing or broken one stops the run before any call."""
+        where = f"benchmark.specs.{self.name}"
+        search = ([self.prompt_dir] if self.prompt_dir else []) + list(folders)
+        self.solver.prepare(search, where)
+        for i, scorer in enumerate(self.scorers):
+            scorer.prepare(search, f"{where}.scorers[{i}]")
+
+    def to_sample(self, row: Mapping[str, Any], index: int) -> Sample:
+        f = self.fields
+        require(row, f["input"], f["target"])
+        choices = tuple(str(c) for c in row[f["choices"]]) if f.get("choices") else ()
+        context = tuple(str(row[c]) for c in f.get("context") or () if row.get(c) is not None)
+        target = row[f["target"]]
+        sid = row[f["id"]] if f.get("id") and row.get(f["id"]) is not None else sample_id(row, index)
+        return Sample(id=sid, input=str(row[f["input"]]), target=target, choices=choices, context=context,
+                      metadata={"row": dict(row)})
+
+    def fingerprint_parts(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> dict[str, Any]:
+        return {**super().fingerprint_parts(sample, shots, ctx), "prompt": self.solver.messages(sample, shots)}
+
+    def rubric_texts(self) -> list[str]:
+        return [s.rubric_text() for s in self.scorers if hasattr(s, "rubric_text")]
+
+    async def evaluate(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> SampleRecord:
+        messages, out = await self.solver(sample, shots, ctx, self.params)
+        scored = [await scorer(sample, out.text, ctx) for scorer in self.scorers]
+        judgements = [j for s in scored for j in s.judgements]
+        assert ctx.model is not None
+        return SampleRecord(
+            id=sample.id, task=self.name, prompt=messages, reference=sample.target, response=out.text,
+            answer=next((s.answer for s in scored if s.answer is not None), None),
+            judgements=[j.to_dict() for j in judgements],
+            scores={k: v for s in scored for k, v in s.scores.items()},
+            status="invalid" if any(j.status != "ok" for j in judgements) else "ok", model=ctx.model.name,
+            usage={"model": {**out.usage.__dict__, "served_model": out.model},
+                   "judges": {k: v for s in scored for k, v in s.judge_usage.items()}})
+
+    def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
+        scored = [r for r in records if r.get("status") != "error"]
+        keys = [k for a in self.aggregations for k in a.keys(scored)]
+        return task_result(
+            records, lambda ok: {k: v for a in self.aggregations for k, v in a.compute(ok).items()},
+            zero=dict.fromkeys(keys, 0.0),
+            per_sample=lambda r: {k: v for a in self.aggregations for k, v in a.per_sample(r).items()})

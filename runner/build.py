@@ -11,7 +11,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from runner.benchmarks.base import Benchmark, Task
-from runner.config import instantiate, plain
+from runner.config import allow_code, instantiate, plain
 from runner.errors import ConfigError, EndpointError
 from runner.judges.panel import Panel
 from runner.models.cache import ResponseCache, default_cache_dir
@@ -64,6 +64,7 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
 
     Embedded servers are attached to the entries the selected tasks use; `Built.start_servers` starts them.
     """
+    allow_code(list(cfg.get("allow_code") or []))
     benchmark = instantiate(cfg.benchmark, "benchmark")
     tasks = benchmark.build_tasks()
     needs_model = any(t.needs_model for t in tasks)

@@ -81,6 +81,8 @@ class RunnerConfig:
     if any differs; `refresh`: ask exactly the samples whose fingerprint differs again."""
     fail_on_error: float = 0.0
     """The share of samples (in [0, 1]) that may end as errors with exit status 0."""
+    allow_code: List[str] = field(default_factory=list)
+    """Packages besides runner.* whose classes `_target_` may name (your own solvers, scorers, trackers)."""
     rejudge: Optional[str] = None
     """Set by `python -m runner.rejudge SRC`: the model's replies come from SRC's records, not the model."""
 
@@ -102,15 +104,30 @@ def plain(cfg: Any) -> Any:
     return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
 
 
+# Packages besides runner.* whose classes YAML may name in `_target_` (the run's `allow_code`).
+_ALLOWED: list[str] = []
+
+
+def allow_code(packages: list[str]) -> None:
+    """Let `_target_`s name classes of these packages (a user's own solvers and scorers) for this run."""
+    _ALLOWED[:] = [str(p).rstrip(".") for p in packages]
+
+
+def _allowed(target: str) -> bool:
+    return any(target == p or target.startswith(p + ".") for p in ("runner", *_ALLOWED))
+
+
 def instantiate(spec: Any, where: str, **kwargs: Any) -> Any:
-    """`hydra.utils.instantiate` restricted to runner.*; a bad key or target names `where`."""
+    """`hydra.utils.instantiate` restricted to runner.* and the packages in `allow_code`; a bad key or
+    target names `where`."""
     from hydra.utils import instantiate as hydra_instantiate
 
     target = spec.get("_target_") if isinstance(spec, (Mapping, DictConfig)) else None
     if not target:
         raise ConfigError(f"{where}: no _target_ given; it must name a class in runner.*")
-    if not str(target).startswith("runner."):
-        raise ConfigError(f"{where}._target_: '{target}' is outside runner.*; only runner classes are built")
+    if not _allowed(str(target)):
+        raise ConfigError(f"{where}._target_: '{target}' is outside runner.*; to build your own classes, list "
+                          f"their package in allow_code (e.g. allow_code=[{str(target).split('.')[0]}])")
     log.debug("Instantiating %s <%s>", where, target)
     try:
         return hydra_instantiate(spec, _recursive_=False, **kwargs)

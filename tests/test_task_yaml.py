@@ -101,3 +101,19 @@ def test_a_misspelt_eve_template_stops_the_run(fake_llm, tmp_path):
 ])
 def test_read_number(reply, value):
     assert read_number(reply) == value
+
+
+def test_a_users_own_scorer_runs_only_when_its_package_is_allowed(fake_llm, user_dir, tmp_path):
+    fake_llm.default = calculator
+    scorer = "benchmark.specs.arithmetic.scorers=[{_target_:my_scorers.WordCount,limit:4}]"
+    env = {"PYTHONPATH": str(TESTS / "fixtures" / "user_pkg")}
+    args = fake_model_overrides(fake_llm.base_url) + [
+        f"hydra.searchpath=[file://{user_dir / 'conf'}]", f"benchmark.data_dir={user_dir / 'data'}",
+        "benchmark=arith", scorer, "tracker=none", "cache.enabled=false"]
+    refused = cli(args + [f"hydra.run.dir={tmp_path / 'a'}"], env=env, timeout=60)
+    assert refused.returncode == 2 and "allow_code=[my_scorers]" in one_line_error(refused)
+    ok = cli(args + [f"hydra.run.dir={tmp_path / 'b'}", "allow_code=[my_scorers]"], env=env, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    # Every reply ("Let me see. 2 + 2 = 4") has 8 words: none is short enough.
+    assert json.loads((tmp_path / "b" / "results.json").read_text())["tasks"]["arithmetic"]["metrics"] == {
+        "short": 0.0}

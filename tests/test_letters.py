@@ -133,6 +133,27 @@ def test_trailing_explanation_letters_not_added_to_multi_answer_set():
     assert extract_choices("Answer: A, C\nBecause B is wrong and D is irrelevant", 4) == ("A", "C")
 
 
+# Replies that were misread before: (reply, letter set). A set of two is never a single answer.
+MISREAD = [
+    ("A and C are correct.", ("A", "C")),
+    ("Both A and C", ("A", "C")),
+    ("C.\n\nOLCI is on Sentinel-3 (not A or B).", ("C",)),
+    ("Correct: C", ("C",)),
+    ("Option C is the one.", ("C",)),
+    ("Clearly C", ("C",)),
+    ("Definitely B", ("B",)),
+    ("The answer is C, not A", ("C",)),
+    ("C (B is a distractor)", ("C",)),
+    ("Correct answers: A, C", ("A", "C")),
+]
+
+
+@pytest.mark.parametrize(("text", "letters"), MISREAD, ids=[t for t, _ in MISREAD])
+def test_previously_misread_replies(text, letters):
+    assert extract_choices(text, 4) == letters
+    assert extract_choice(text, 4) == (letters[0] if len(letters) == 1 else None)
+
+
 @pytest.mark.parametrize(
     "text",
     ["Yes", "The answer is hallucinated", "I don't know", "Paris", "It is E", "answer: z", "42", "None of these"],

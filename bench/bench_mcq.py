@@ -121,7 +121,8 @@ class Server:
         line = self.proc.stdout.readline().strip()
         if not line.startswith("READY "):
             self.stop()
-            raise RuntimeError(f"fake server did not start: {line!r} {self.proc.stderr.read() if self.proc.stderr else ''}")
+            detail = self.proc.stderr.read() if self.proc.stderr else ""
+            raise RuntimeError(f"fake server did not start: {line!r} {detail}")
         self.base_url = line.split(" ", 1)[1]
         self.host = self.base_url.rsplit("/v1", 1)[0]
 
@@ -378,7 +379,8 @@ def profile(args: argparse.Namespace, data_dir: Path, tmp: Path) -> None:
     import pstats
     import threading
 
-    os.environ.update({k: v for k, v in env().items() if k not in os.environ or k.startswith(("LITELLM", "WANDB", "HF_"))})
+    os.environ.update({k: v for k, v in env().items()
+                       if k not in os.environ or k.startswith(("LITELLM", "WANDB", "HF_"))})
     if PYCACHE_PREFIX:  # this process imports the runner itself: give it the same bytecode cache
         sys.pycache_prefix = PYCACHE_PREFIX
         sys.dont_write_bytecode = False
@@ -493,7 +495,8 @@ def main() -> int:
         cached: list[dict[str, Any]] = []
         for i in range(args.repeats):
             cache_dir = tmp / f"cache-{i}"
-            srv = Server(args.latency, jitter=args.jitter)  # one server per pair: the cache key includes api_base (the port)
+            # One server per pair: the cache key includes api_base (the port).
+            srv = Server(args.latency, jitter=args.jitter)
             try:
                 r = measured_run(args, data_dir, cache_dir, tmp / f"run-{i}-cold", srv=srv)
                 if not args.no_cached:

@@ -116,6 +116,10 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
             extras = task.extras(records[task.name], task_results[task.name], run_dir)
             if extras:
                 tracker.log_extra(**extras)
+        for reporter in built.benchmark.reporters:
+            extras = reporter.report(built.tasks, records, task_results, run_dir)
+            if extras:
+                tracker.log_extra(**extras)
         failed = False
     finally:
         try:

@@ -100,7 +100,8 @@ def comparison_bars(rows: list[dict[str, Any]], path: Path) -> Path | None:
     ax = fig.subplots()
     width = 0.8 / max(1, len(models))
     for i, model in enumerate(models):
-        values, errs = [], [[], []]
+        values: list[float] = []
+        errs: list[list[float]] = [[], []]
         for task in tasks:
             bench, name = task.split("/", 1)
             row = next((r for r in rows if r["model"] == model and r["benchmark"] == bench and r["task"] == name

@@ -10,9 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import (  # noqa: UP035 - OmegaConf needs typing generics
     Any,
-    Dict,
-    List,
-    Optional,
 )
 
 from hydra.core.config_store import ConfigStore
@@ -31,12 +28,12 @@ class ModelConfig:
     """Short display name, used in results and file names."""
     model: str = MISSING
     """A litellm model string, e.g. `openai/gpt-4o-mini`."""
-    api_base: Optional[str] = None
-    api_key: Optional[str] = None
+    api_base: str | None = None
+    api_key: str | None = None
     """Leave null to use the provider's usual env var; else `${oc.env:VAR}` (never a literal key)."""
     concurrency: int = 16
     """Max requests in flight for this entry."""
-    params: Dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     """Passed to the provider (temperature, max_tokens, ...)."""
     timeout: float = 120.0
     """Seconds per attempt."""
@@ -44,7 +41,7 @@ class ModelConfig:
     """Retries after the first attempt, for 429/5xx/timeouts/broken bodies."""
     backoff: float = 1.0
     """Seconds before the first retry; doubles each retry (with jitter), unless Retry-After says otherwise."""
-    server: Optional[Dict[str, Any]] = None
+    server: dict[str, Any] | None = None
     """An embedded server to start for this entry (`_target_` into runner.models.local_server)."""
 
 
@@ -52,7 +49,7 @@ class ModelConfig:
 class JudgesConfig:
     """A judge panel: who grades."""
 
-    panel: List[ModelConfig] = field(default_factory=list)
+    panel: list[ModelConfig] = field(default_factory=list)
 
 
 @dataclass
@@ -60,7 +57,7 @@ class CacheConfig:
     """The persistent response cache shared by all runs."""
 
     enabled: bool = True
-    dir: Optional[str] = None
+    dir: str | None = None
     """Default: `$RUNNER_CACHE_DIR`, else `$XDG_CACHE_HOME/runner`, else `~/.cache/runner`."""
 
 
@@ -81,9 +78,9 @@ class RunnerConfig:
     if any differs; `refresh`: ask exactly the samples whose fingerprint differs again."""
     fail_on_error: float = 0.0
     """The share of samples (in [0, 1]) that may end as errors with exit status 0."""
-    allow_code: List[str] = field(default_factory=list)
+    allow_code: list[str] = field(default_factory=list)
     """Packages besides runner.* whose classes `_target_` may name (your own solvers, scorers, trackers)."""
-    rejudge: Optional[str] = None
+    rejudge: str | None = None
     """Set by `python -m runner.rejudge SRC`: the model's replies come from SRC's records, not the model."""
 
 

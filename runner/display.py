@@ -28,8 +28,14 @@ class Display:
 
     def __enter__(self) -> Display:
         if self.enabled:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._progress = Progress(
                 TextColumn("[bold]{task.description:<24}"), BarColumn(), MofNCompleteColumn(),

@@ -77,6 +77,7 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
         data = built.benchmark.load(task)
         loaded[task.name] = data
         existing = store.load(task.name)
+        ctx.previous[task.name] = existing
         counts: dict[str, int] = {}
         stale: list[dict[str, Any]] = []
         unbuildable: list[tuple[Any, str]] = []

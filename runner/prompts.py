@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import jinja2
 
 
-@lru_cache(maxsize=None)
-def _environment(directory: str) -> Any:
+@cache
+def _environment(directory: str) -> jinja2.Environment:
     import jinja2
 
     return jinja2.Environment(loader=jinja2.FileSystemLoader(directory), undefined=jinja2.StrictUndefined,

@@ -1,9 +1,10 @@
 """`python -m runner.rejudge SRC_RUN_DIR [overrides]`: judge the replies recorded in SRC_RUN_DIR again.
 
 The run is composed from SRC's own overrides (`.hydra/overrides.yaml`) plus the ones given here (which
-win), e.g. `judges=three` or `benchmark.specs.open_ended.rubric=mine.j2`. The model under test is not
-asked: each sample's reply is the one its SRC record holds. The result is a complete run dir, by default
-`SRC-rejudge-<date>-<time>` beside SRC (`hydra.run.dir=DIR` chooses it); resuming it works as usual.
+win), e.g. `judges=three` or `benchmark.specs.open_ended.scorers.judges.rubric=/path/mine.j2`. The model
+under test is not asked: each sample's reply is the one its SRC record holds. The result is a complete run
+dir, by default `SRC-rejudge-<date>-<time>` beside SRC (`hydra.run.dir=DIR` chooses it); resuming it works
+as usual.
 """
 
 from __future__ import annotations

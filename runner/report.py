@@ -74,13 +74,13 @@ def markdown(rows: list[dict[str, Any]], costs: list[dict[str, Any]], failed: li
     for (bench, task, metric), by_model in table.items():
         cells = []
         for m in models:
-            r = by_model.get(m)
-            if r is None:
+            cell = by_model.get(m)
+            if cell is None:
                 cells.append("")
-            elif r["ci_low"] is not None:
-                cells.append(f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
+            elif cell["ci_low"] is not None:
+                cells.append(f"{cell['value']:.3f} [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]")
             else:
-                cells.append(_fmt(r["value"]))
+                cells.append(_fmt(cell["value"]))
         lines.append(f"| {bench} | {task} | {metric} | " + " | ".join(cells) + " |")
     lines += ["", "Intervals: 95 % normal approximation from the per-sample standard error.", "",
               "## Cost", "", "| model | benchmark | model cost ($) | judge cost ($) | prompt tokens | "

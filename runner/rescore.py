@@ -15,9 +15,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from runner.config import instantiate
+from runner.config import instantiate, register
 from runner.errors import RunnerError
-from runner.config import register
 from runner.tracking.local import SampleStore, latest, write_json
 
 

@@ -25,7 +25,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
                 continue
             try:
                 row = json.loads(line)
-            except ValueError as exc:
+            except json.JSONDecodeError as exc:
                 rows.append({BAD_ROW: f"{path}:{lineno}: not valid JSON ({exc.msg})"})
                 continue
             if not isinstance(row, dict):

@@ -5,9 +5,10 @@ needs a YAML file, a prompt file and a data file, and no Python.
 specs:
   arithmetic:
     _target_: runner.task.Task
-    fields: {input: question, target: answer}         # row columns -> Sample
+    fields: {input: question, target: answer}         # row columns -> Sample (or rows: {_target_: ...})
     solver: {_target_: runner.solvers.chat.Chat, user: arithmetic.j2}
-    scorers: [{_target_: runner.scorers.numeric.Numeric, rel_tol: 0.01}]
+    scorers:                                           # a list, or named: {numeric: {...}, ...}
+      - {_target_: runner.scorers.numeric.Numeric, rel_tol: 0.01}
     metrics: [mean:accuracy]                           # default: what the scorers give
 ```
 Templates are found in `prompt_dir`, then beside the data (`benchmark.data_dir`), or written inline.
@@ -15,7 +16,8 @@ Templates are found in `prompt_dir`, then beside the data (`benchmark.data_dir`)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,16 +46,21 @@ class Scorer(Protocol):
 
     def prepare(self, folders: Sequence[Path], where: str) -> None: ...
 
-    def metrics(self) -> list[str]: ...
+    def metrics(self) -> list[Any]: ...
+    """Its default metrics: aggregation names (`mean:accuracy`) or aggregation objects."""
 
     async def __call__(self, sample: Sample, text: str, ctx: Context) -> Scored: ...
+
+
+RowAdapter = Callable[[Mapping[str, Any], int], Sample]
 
 
 class Task(BaseTask):
     """data (a `fields` map from row columns) + solver + scorers + named metrics."""
 
-    def __init__(self, name: str, solver: Mapping[str, Any], scorers: Sequence[Mapping[str, Any]],
-                 fields: Mapping[str, Any] | None = None, metrics: Sequence[str] | None = None,
+    def __init__(self, name: str, solver: Mapping[str, Any], scorers: Sequence[Any] | Mapping[str, Any],
+                 fields: Mapping[str, Any] | None = None, rows: Mapping[str, Any] | None = None,
+                 metrics: Sequence[str] | None = None, headline: str | None = None,
                  dataset: str | None = None, split: str = "train", num_fewshot: int = 0,
                  params: Mapping[str, Any] | None = None, prompt_dir: str | None = None) -> None:
         super().__init__(name, dataset=dataset, split=split, num_fewshot=num_fewshot, params=params)
@@ -63,25 +70,33 @@ class Task(BaseTask):
             if key not in self.fields:
                 raise ConfigError(f"{where}.fields: no '{key}' column named (e.g. fields: {{input: question, "
                                   "target: answer}})")
+        self.rows: RowAdapter | None = instantiate(rows, f"{where}.rows") if rows else None
         self.solver: Solver = instantiate(solver, f"{where}.solver")
-        if not scorers:
+        named = dict(scorers) if isinstance(scorers, Mapping) else {str(i): s for i, s in enumerate(scorers or [])}
+        if not named:
             raise ConfigError(f"{where}.scorers: a task needs at least one scorer")
-        self.scorers: list[Scorer] = [instantiate(s, f"{where}.scorers[{i}]") for i, s in enumerate(scorers)]
-        specs = list(metrics) if metrics else [m for s in self.scorers for m in s.metrics()]
-        self.aggregations: list[Aggregation] = [aggregation(m) for m in specs]
-        self.headline = next(iter(self.aggregations[0].keys([])), "accuracy") if self.aggregations else "accuracy"
+        self.scorers: dict[str, Scorer] = {k: instantiate(s, f"{where}.scorers.{k}") for k, s in named.items()}
+        self._metric_specs = list(metrics or [])
+        self.aggregations: list[Aggregation] = []
+        self._headline = headline
         self.prompt_dir = Path(prompt_dir) if prompt_dir else None
-        self.needs_judges = any(hasattr(s, "rubric_text") for s in self.scorers)
+        self.needs_judges = any(hasattr(s, "rubric_text") for s in self.scorers.values())
 
     def prepare(self, folders: Sequence[Path]) -> None:
-        """Compile every template now, so a missing or broken one stops the run before any call."""
+        """Compile every template and check every scorer's needs now, so a missing template or library
+        stops the run before any call; then settle the metrics."""
         where = f"benchmark.specs.{self.name}"
         search = ([self.prompt_dir] if self.prompt_dir else []) + list(folders)
         self.solver.prepare(search, where)
-        for i, scorer in enumerate(self.scorers):
-            scorer.prepare(search, f"{where}.scorers[{i}]")
+        for key, scorer in self.scorers.items():
+            scorer.prepare(search, f"{where}.scorers.{key}")
+        specs = self._metric_specs or [m for s in self.scorers.values() for m in s.metrics()]
+        self.aggregations = [aggregation(m) if isinstance(m, str) else m for m in specs]
+        self.headline = self._headline or (self.aggregations[0].headline() if self.aggregations else "accuracy")
 
     def to_sample(self, row: Mapping[str, Any], index: int) -> Sample:
+        if self.rows is not None:
+            return self.rows(row, index)
         f = self.fields
         require(row, f["input"], f["target"])
         choices = tuple(str(c) for c in row[f["choices"]]) if f.get("choices") else ()
@@ -95,11 +110,17 @@ class Task(BaseTask):
         return {**super().fingerprint_parts(sample, shots, ctx), "prompt": self.solver.messages(sample, shots)}
 
     def rubric_texts(self) -> list[str]:
-        return [s.rubric_text() for s in self.scorers if hasattr(s, "rubric_text")]
+        return [s.rubric_text() for s in self.scorers.values() if hasattr(s, "rubric_text")]
+
+    def finished(self, record: Mapping[str, Any]) -> bool:
+        """Done unless an error, or a kept record lacks a score a scorer now gives (e.g. a new metric)."""
+        return super().finished(record) and all(
+            s.has_scores(record) for s in self.scorers.values() if hasattr(s, "has_scores"))
 
     async def evaluate(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> SampleRecord:
         messages, out = await self.solver(sample, shots, ctx, self.params)
-        scored = [await scorer(sample, out.text, ctx) for scorer in self.scorers]
+        # Concurrently: the judges are asked while reference metrics compute in a worker thread.
+        scored = await asyncio.gather(*(scorer(sample, out.text, ctx) for scorer in self.scorers.values()))
         judgements = [j for s in scored for j in s.judgements]
         assert ctx.model is not None
         return SampleRecord(

@@ -41,6 +41,13 @@ class Usage:
     cached: bool = False
     retries: int = 0
 
+    def __add__(self, other: Usage) -> Usage:
+        """The accounting of both calls: every count summed, `cached` only when both were cache hits."""
+        return Usage(prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                     completion_tokens=self.completion_tokens + other.completion_tokens,
+                     cost=self.cost + other.cost, cached=self.cached and other.cached,
+                     retries=self.retries + other.retries)
+
 
 @dataclass(frozen=True)
 class ModelOutput:
@@ -82,8 +89,10 @@ class Judgement:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Judgement:
         """Inverse of `to_dict`."""
-        return cls(**{k: d.get(k) for k in ("judge", "status", "verdict", "score")},
-                   explanation=d.get("explanation") or "", raw=d.get("raw") or "")
+        score = d.get("score")
+        return cls(judge=str(d.get("judge")), status=d.get("status") or "invalid", verdict=d.get("verdict"),
+                   score=None if score is None else float(score), explanation=d.get("explanation") or "",
+                   raw=d.get("raw") or "")
 
 
 @dataclass

@@ -611,10 +611,10 @@ OPEN_ENDED_CTX: list[tuple[str, str, list[tuple[str, str, str]]]] = [
             (
                 "In rapid-mapping workflows, flood extent is frequently delineated by thresholding the calibrated "
                 "backscatter, with thresholds selected automatically, for instance with Otsu's method on a bimodal "
-                "histogram. Change detection against a pre-event reference image helps distinguish permanent water from "
-                "flood water. False positives commonly arise from other surfaces with very low backscatter, such as "
-                "radar shadow in mountainous terrain, smooth tarmac surfaces and dry sandy areas, which are often "
-                "masked using a height-above-nearest-drainage layer or land cover data.",
+                "histogram. Change detection against a pre-event reference image helps distinguish permanent water "
+                "from flood water. False positives commonly arise from other surfaces with very low backscatter, "
+                "such as radar shadow in mountainous terrain, smooth tarmac surfaces and dry sandy areas, which are "
+                "often masked using a height-above-nearest-drainage layer or land cover data.",
                 "Copernicus EMS Rapid Mapping Methods Note (excerpt)",
                 "docs/cems_rapid_mapping_methods.pdf",
             ),
@@ -938,7 +938,8 @@ def build_mcqa_single() -> list[dict]:
     rows = []
     for question, choices, correct in MCQA_SINGLE:
         assert choices.count(correct) == 1, question
-        rows.append({"Question": question, "Choices": choices, "Answer": _letters(len(choices))[choices.index(correct)]})
+        answer = _letters(len(choices))[choices.index(correct)]
+        rows.append({"Question": question, "Choices": choices, "Answer": answer})
     return rows
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import re
@@ -178,10 +179,9 @@ class FakeLLM:
         self._loop = self._thread = None
         if self._runner is not None and loop.is_running():
             fut = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
-            try:
+            # Best effort: never let teardown hang or mask a test failure.
+            with contextlib.suppress(Exception):
                 fut.result(timeout=5)
-            except Exception:  # best effort: never let teardown hang or mask a test failure
-                pass
         if not loop.is_closed():
             loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=5)
@@ -277,7 +277,8 @@ class FakeLLM:
         if fault in ("500", "503"):
             return _error(int(fault), f"Injected server error {fault} (fake)", "server_error")
         if fault == "broken":
-            return web.Response(status=200, text='{"id": "chatcmpl-broken", "choices": [{"mess', content_type="application/json")
+            return web.Response(status=200, text='{"id": "chatcmpl-broken", "choices": [{"mess',
+                                content_type="application/json")
         if fault == "disconnect":
             # abort() drops the socket with no status line; aiohttp stops the handler
             # from writing anything further on the closed transport.
@@ -291,7 +292,8 @@ class FakeLLM:
             content = self.reply_for(body)
         except Exception as exc:  # a buggy test callable should surface as a readable 500
             return _error(500, f"reply callable failed: {exc!r}", "server_error")
-        prompt = _words("\n".join(_text_of(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict)))
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        prompt = _words("\n".join(_text_of(m.get("content")) for m in messages))
         completion = _words(content)
         return web.json_response(
             {
@@ -307,7 +309,8 @@ class FakeLLM:
                         "logprobs": None,
                     }
                 ],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + completion},
             }
         )
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import fake_model_overrides, read_jsonl, run_in_process
 
-from runner.benchmarks.eve.hallucination import HallucinationDetection
+from runner.benchmarks.eve.rows import Hallucination
 
 ROWS = [
     # label and is_hallucinated disagree: label decides.
@@ -26,13 +26,13 @@ ROWS = [
 
 
 def test_label_is_read_before_is_hallucinated():
-    task = HallucinationDetection("hallucination_detection")
-    gold = {r["id"]: task.to_sample(r, i).target for i, r in enumerate(ROWS)}
-    assert gold == {"both-yes": True, "both-no": False, "label-int": True, "only-flag": False, "null-label": True}
+    rows = Hallucination()
+    gold = {r["id"]: rows(r, i).target for i, r in enumerate(ROWS)}
+    assert gold == {"both-yes": "A", "both-no": "B", "label-int": "A", "only-flag": "B", "null-label": "A"}
     with pytest.raises(ValueError, match="label value 'maybe' is not a yes/no label"):
-        task.to_sample({"Question": "q", "Answer": "a", "label": "maybe", "is_hallucinated": True}, 0)
+        rows({"Question": "q", "Answer": "a", "label": "maybe", "is_hallucinated": True}, 0)
     with pytest.raises(ValueError, match="no gold label"):
-        task.to_sample({"Question": "q", "Answer": "a"}, 0)
+        rows({"Question": "q", "Answer": "a"}, 0)
 
 
 def test_a_run_scores_against_label_when_a_row_has_both(fake_llm, tmp_path):

@@ -216,9 +216,8 @@ def test_concurrent_requests_overlap() -> None:
     with FakeLLM(latency=0.2) as srv, httpx.Client(limits=httpx.Limits(max_connections=64)) as client:
         started = time.monotonic()
         with ThreadPoolExecutor(max_workers=64) as pool:
-            codes = list(
-                pool.map(lambda i: client.post(f"{srv.base_url}/chat/completions", json=body(f"q{i}")).status_code, range(64))
-            )
+            codes = list(pool.map(
+                lambda i: client.post(f"{srv.base_url}/chat/completions", json=body(f"q{i}")).status_code, range(64)))
         elapsed = time.monotonic() - started
         assert codes == [200] * 64 and srv.count == 64
         assert elapsed < 5.0  # serial would take 12.8 s

@@ -6,16 +6,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from conftest import compose
 
-from runner.benchmarks.eve.hallucination import HallucinationDetection
-from runner.benchmarks.eve.judged import OpenEnded, Refusal
-from runner.benchmarks.eve.mcqa import McqaMultiple, McqaSingle
-from runner.metrics.core import binary_classification, iou, judge_panel_metrics, majority_vote, mean, stderr, \
-    unanimous
+from runner.benchmarks.base import Task
+from runner.config import instantiate
+from runner.metrics.core import binary_classification, iou, judge_panel_metrics, majority_vote, mean, stderr, unanimous
 from runner.metrics.records import task_result
 from runner.types import Judgement, SampleRecord
 
 approx = pytest.approx
+
+
+def eve_task(name: str) -> Task:
+    """An EVE task as its YAML builds it (conf/task/eve/<name>.yaml)."""
+    benchmark = instantiate(compose(["benchmark=eve", f"benchmark.tasks=[{name}]"]).benchmark, "benchmark")
+    task: Task = benchmark.build_tasks()[0]
+    return task
 
 # --------------------------------------------------------------------------- mean / stderr
 
@@ -256,7 +262,7 @@ def record(task: str, sid: Any, reference: Any, answer: Any = None, scores: dict
 
 
 def test_mcqa_single_aggregate_is_accuracy_over_non_error_records() -> None:
-    task = McqaSingle(name="mcqa_single_answer")
+    task = eve_task("mcqa_single_answer")
     records = [
         record(task.name, 0, "A", "A", {"accuracy": 1.0}),
         record(task.name, 1, "B", "C", {"accuracy": 0.0}),
@@ -271,7 +277,7 @@ def test_mcqa_single_aggregate_is_accuracy_over_non_error_records() -> None:
 
 
 def test_mcqa_multiple_aggregate_is_mean_iou_and_exact_match() -> None:
-    task = McqaMultiple(name="mcqa_multiple_answers")
+    task = eve_task("mcqa_multiple_answers")
     records = [
         record(task.name, 0, ["A", "B"], ["A", "B"], {"iou": 1.0, "accuracy": 1.0}),           # 2/2
         record(task.name, 1, ["A", "C"], ["A"], {"iou": 0.5, "accuracy": 0.0}),                # 1/2
@@ -286,7 +292,7 @@ def test_mcqa_multiple_aggregate_is_mean_iou_and_exact_match() -> None:
 
 
 def test_hallucination_aggregate_from_reference_and_answer_letters() -> None:
-    task = HallucinationDetection(name="hallucination_detection")
+    task = eve_task("hallucination_detection")
     records = [
         record(task.name, "h1", "A", "A"),      # TP, correct
         record(task.name, "h2", "A", "B"),      # FN
@@ -308,9 +314,10 @@ def ok(judge: str, passed: bool) -> Judgement:
                      score=1.0 if passed else 0.0, explanation="", raw="{}")
 
 
-def test_judged_task_aggregate_counts_invalid_and_failed_judgements_as_fails() -> None:
-    task = OpenEnded(name="open_ended")
+def test_judged_task_aggregate_counts_invalid_judgements_as_fails() -> None:
+    task = eve_task("open_ended")
     invalid_j2 = Judgement(judge="j2", status="invalid", raw="The answer is correct.")
+    # A record written before a failed judge call made the sample an error: still a fail.
     failed_j1 = Judgement(judge="j1", status="error", raw="judge call failed after 3 retries: HTTP 503")
     records = [
         record(task.name, "s1", "ref", judgements=[ok("j1", True), ok("j2", True), ok("j3", True)]),
@@ -334,7 +341,7 @@ def test_judged_task_aggregate_counts_invalid_and_failed_judgements_as_fails() -
 
 
 def test_judged_task_ignores_a_score_left_on_an_invalid_judgement() -> None:
-    task = Refusal(name="refusal")
+    task = eve_task("refusal")
     # An invalid judgement must never pass, whatever score it carries.
     stray = Judgement(judge="j1", status="invalid", verdict=None, score=1.0, raw="looks fine")
     result = task.aggregate([record(task.name, 0, "", judgements=[stray], status="invalid")])
@@ -345,7 +352,7 @@ def test_judged_task_ignores_a_score_left_on_an_invalid_judgement() -> None:
 
 
 def test_judged_task_with_only_error_records_reports_null_contract_metrics() -> None:
-    task = OpenEnded(name="open_ended")
+    task = eve_task("open_ended")
     result = task.aggregate([record(task.name, 0, "ref", status="error")])
     # no judge ever answered: no per-judge metric, the panel metrics are null (over nothing)
     assert result.metrics == {"llm_as_judge_avg": None, "judge_voting": None, "judge_agreement": None}
@@ -353,11 +360,9 @@ def test_judged_task_with_only_error_records_reports_null_contract_metrics() -> 
 
 
 def test_task_result_reports_the_standard_error_of_per_sample_metrics() -> None:
-    from runner.benchmarks.eve.mcqa import McqaSingle
-
     recs = [{"id": i, "status": "ok", "scores": {"accuracy": v}} for i, v in enumerate([1.0, 0.0, 1.0, 1.0])]
     recs.append({"id": 9, "status": "error", "scores": {}})
-    result = McqaSingle(name="mcqa_single_answer").aggregate(recs)
+    result = eve_task("mcqa_single_answer").aggregate(recs)
     # mean 0.75; sample variance ((0.25^2)*3 + 0.75^2) / 3 = 0.25; stderr sqrt(0.25 / 4) = 0.25
     assert result.metrics == {"accuracy": 0.75}
     assert result.stderr == {"accuracy": pytest.approx(0.25)}

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (EVE_SAMPLE, JUDGE_CORRECT, JUDGE_INCORRECT, fake_model_overrides, read_jsonl,
-                      run_in_process)
+from conftest import EVE_SAMPLE, JUDGE_CORRECT, JUDGE_INCORRECT, fake_model_overrides, read_jsonl, run_in_process
 
 from runner.metrics.core import mean
 
@@ -69,8 +68,8 @@ def test_every_eve_task_end_to_end_matches_metrics_computed_from_the_data(fake_l
     picks = [{"A", "C"} & set(r["Choices"]["label"]) for r in multi]
     assert tasks["mcqa_multiple_answers"]["metrics"] == {
         "iou": pytest.approx(mean(len(p & set(r["Answers"])) / len(p | set(r["Answers"]))
-                                  for p, r in zip(picks, multi))),
-        "accuracy": pytest.approx(mean(set(r["Answers"]) == p for p, r in zip(picks, multi)))}
+                                  for p, r in zip(picks, multi, strict=False))),
+        "accuracy": pytest.approx(mean(set(r["Answers"]) == p for p, r in zip(picks, multi, strict=False)))}
 
     halluc = _rows("hallucination_detection")
     positives = mean(r["is_hallucinated"] for r in halluc)  # every reply says A (hallucinated)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (EVE_SAMPLE, JUDGE_CORRECT, ROOT, fake_model_overrides, read_jsonl, run_in_process)
+from conftest import EVE_SAMPLE, JUDGE_CORRECT, ROOT, fake_model_overrides, read_jsonl, run_in_process
 
 from runner.errors import ConfigError
 from runner.metrics.reference import ReferenceScorer, check
@@ -100,7 +100,7 @@ def test_an_empty_reply_scores_zero_on_every_metric(scorer):
 
 
 def test_bad_selections_are_config_errors_naming_the_key():
-    where = "benchmark.specs.open_ended.reference_metrics"
+    where = "benchmark.specs.open_ended.scorers.reference.metrics"
     assert check(["bleu", "rouge", "bleu"], where) == ("bleu", "rouge")
     with pytest.raises(ConfigError, match=f"{where}: unknown reference metric 'meteor'; choose from: bleu"):
         check(["meteor"], where)
@@ -126,12 +126,12 @@ def test_without_the_extra_selecting_a_metric_is_one_line_naming_the_extra(tmp_p
     args = fake_model_overrides("http://127.0.0.1:9/v1") + [
         f"benchmark.data_dir={EVE_SAMPLE}", "benchmark.tasks=[open_ended]", "tracker=none",
         "cache.enabled=false", f"hydra.run.dir={tmp_path / 'run'}",
-        "benchmark.specs.open_ended.reference_metrics=[rouge,bertscore]"]
+        "benchmark.specs.open_ended.scorers.reference.metrics=[rouge,bertscore]"]
     code = HIDE_EXTRA + f"sys.argv = ['runner', *{args!r}]\nfrom runner.__main__ import main\nmain()\n"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
-    assert lines == [("error: benchmark.specs.open_ended.reference_metrics: 'rouge' needs rouge_score, nltk "
+    assert lines == [("error: benchmark.specs.open_ended.scorers.reference.metrics: 'rouge' needs rouge_score, nltk "
                       "(not installed); install the 'metrics' extra: bash scripts/install.sh "
                       "(or pip install -e '.[metrics]')")]
 
@@ -178,22 +178,23 @@ def test_open_ended_with_reference_metrics_end_to_end(fake_llm, tmp_path, librar
 
     # The same run dir with reference metrics: kept records lack them, so every sample is asked again
     # (from the cache) and scored.
-    selected = "benchmark.specs.open_ended.reference_metrics=[bleu,rouge,cosine,bertscore]"
+    selected = "benchmark.specs.open_ended.scorers.reference.metrics=[bleu,rouge,cosine,bertscore]"
     results = run_in_process(overrides + [selected], tmp_path / "run")
     block = results["tasks"]["open_ended"]
     rows = _open_rows()[5:9]  # 5 shots first
     replies = [open_reply({"messages": [{"content": r["Question"]}]}) for r in rows]
     refs = [r["Answer"] for r in rows]
-    assert any(h == r for h, r in zip(replies, refs)) and any(h != r for h, r in zip(replies, refs))
+    pairs = list(zip(replies, refs, strict=True))
+    assert any(h == r for h, r in pairs) and any(h != r for h, r in pairs)
 
     rouge = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
-    emb = [library_models["st"].encode([h, r]) for h, r in zip(replies, refs)]
+    emb = [library_models["st"].encode([h, r]) for h, r in zip(replies, refs, strict=True)]
     _, _, f1 = library_models["bert"].score(replies, refs)
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     assert block["metrics"] == pytest.approx({
         "llm_as_judge_judge1": 1.0, "llm_as_judge_avg": 1.0, "judge_voting": 1.0, "judge_agreement": 1.0,
         "bleu": sacrebleu.corpus_bleu(replies, [refs]).score,
-        **{k: mean([rouge.score(r, h)[k].fmeasure for h, r in zip(replies, refs)])
+        **{k: mean([rouge.score(r, h)[k].fmeasure for h, r in zip(replies, refs, strict=True)])
            for k in ("rouge1", "rouge2", "rougeL")},
         "cosine": mean([min(1.0, util.cos_sim(e[0], e[1]).item()) for e in emb]),
         "bertscore_f1": mean([min(1.0, v) for v in f1.tolist()])}, abs=1e-5)

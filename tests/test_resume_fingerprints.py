@@ -7,8 +7,16 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import (EVE_SAMPLE, JUDGE_CORRECT, JUDGE_INCORRECT, cli, one_line_error, read_jsonl,
-                      run_in_process, write_jsonl)
+from conftest import (
+    EVE_SAMPLE,
+    JUDGE_CORRECT,
+    JUDGE_INCORRECT,
+    cli,
+    one_line_error,
+    read_jsonl,
+    run_in_process,
+    write_jsonl,
+)
 
 from runner.errors import ConfigError
 from runner.fingerprint import PARTS, changed, fingerprint, split
@@ -97,7 +105,7 @@ def test_refresh_asks_exactly_the_changed_samples_and_reports_only_the_current_p
     # Rows 5-7 were scored after 5 shots; with 4 shots rows 4-6 are, and 5 and 6 have one shot less.
     (["benchmark.num_fewshot=4"], "2 differ in the data or few-shot examples"),
     (["model.params.temperature=0.7"], "3 differ in the model under test"),
-    (["benchmark.specs.open_ended.prompt=open_ended_w_context.j2"], "3 differ in the task settings"),
+    (["benchmark.specs.open_ended.solver.user=open_ended_w_context.j2"], "3 differ in the task settings"),
 ])
 def test_a_changed_prompt_model_or_setting_is_refused(fake_llm, tmp_path, change, parts):
     fake_llm.default = reply

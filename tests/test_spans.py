@@ -10,8 +10,16 @@ import pytest
 from conftest import EVE_SAMPLE, fake_model_overrides, read_jsonl, run_in_process, write_jsonl
 from scipy.stats import spearmanr
 
-from runner.benchmarks.eve.span_metrics import (Mapped, Quote, intervals, iou, map_quotes, micro_prf,
-                                                score_sample, spearman)
+from runner.benchmarks.eve.span_metrics import (
+    Mapped,
+    Quote,
+    intervals,
+    iou,
+    map_quotes,
+    micro_prf,
+    score_sample,
+    spearman,
+)
 from runner.benchmarks.eve.spans import gold_spans, parse_quotes
 
 # ------------------------------------------------------------------------------------ quote mapping

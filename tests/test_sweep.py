@@ -155,7 +155,8 @@ def test_report_command_reads_any_folder_of_runs(tmp_path):
     from runner.report import main
 
     assert main([str(tmp_path / "runs")]) == 0
-    (row,) = list(csv.DictReader(open(tmp_path / "runs" / "report" / "comparison.csv")))
+    with open(tmp_path / "runs" / "report" / "comparison.csv", newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
     # 0.75 ± 1.96 * 0.25 = [0.26, 1.24] -> clipped to [0.26, 1.0]
     assert float(row["ci_low"]) == pytest.approx(0.75 - 1.959964 * 0.25)
     assert float(row["ci_high"]) == 1.0

@@ -87,7 +87,7 @@ def test_a_missing_template_stops_the_run_before_any_request(fake_llm, user_dir,
 
 def test_a_misspelt_eve_template_stops_the_run(fake_llm, tmp_path):
     proc = cli(fake_model_overrides(fake_llm.base_url) + [
-        "benchmark.tasks=[open_ended]", "benchmark.specs.open_ended.prompt=open_endd.j2", "tracker=none",
+        "benchmark.tasks=[open_ended]", "benchmark.specs.open_ended.solver.user=open_endd.j2", "tracker=none",
         f"hydra.run.dir={tmp_path / 'run'}"], timeout=60)
     assert proc.returncode == 2 and "open_endd.j2" in one_line_error(proc)
     assert fake_llm.count == 0

@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import (EVE_SAMPLE, JUDGE_CORRECT, cli, fake_model_overrides, one_line_error, read_jsonl,
-                      run_in_process)
-
+from conftest import EVE_SAMPLE, JUDGE_CORRECT, cli, fake_model_overrides, one_line_error, read_jsonl, run_in_process
 from fake_llm import FakeLLM
+
 from runner.errors import EndpointError
 
 JUDGE_PROMPT = "strict fact-checker"  # a phrase of the fact-check rubric: faults aimed at judges only

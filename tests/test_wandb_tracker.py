@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 import logging
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +212,7 @@ def test_offline_run_records_config_metrics_table_and_artifact(
     assert table["columns"] == ["id", "prompt", "reference", "response", "answer", "status",
                                 "error", "scores", "gpt/verdict", "gpt/explanation",
                                 "claude/verdict", "claude/explanation"]
-    rows = [dict(zip(table["columns"], row)) for row in table["data"]]
+    rows = [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
     assert [r["id"] for r in rows] == ["q1", "q2", "3"]
     assert rows[0]["prompt"] == "system: Answer briefly.\n\nuser: What is the capital of France?"
     assert rows[0]["gpt/verdict"] == "correct" and rows[0]["claude/explanation"] == "Correct city."
@@ -251,7 +251,7 @@ def test_finish_without_start_or_twice_is_harmless(offline_env: Path) -> None:
 
 def test_start_failure_then_finish_does_not_raise(offline_env: Path) -> None:
     tracker = WandbTracker(dir=str(offline_env / "wb"))
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError):  # wandb's settings validation (a pydantic ValidationError)
         tracker.start(run_dir=offline_env, name="x", config={"a": 1}, group=None,
                       tags=["x" * 100])  # wandb rejects tags longer than 64 characters
     tracker.finish({}, failed=True)

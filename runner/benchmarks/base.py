@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from runner.config import instantiate
 from runner.errors import ConfigError, DataError
 from runner.sources import BAD_ROW, load_rows
 from runner.types import Sample, SampleRecord, TaskResult
@@ -49,6 +50,9 @@ class Context:
     panel: Panel | None
     seed: int = 0
     run_dir: Path | None = None
+    previous: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """Records kept from earlier runs into the same run dir, by task and sample id (`record_key`), read
+    once by the pipeline before this run appends any: e.g. a reply to judge again instead of re-asking."""
 
 
 @dataclass
@@ -133,10 +137,14 @@ class Task:
 class Benchmark:
     """A named set of tasks over datasets (hub names in the task specs, or `data_dir/<task>.jsonl`)."""
 
+    reporters: list[Any] = []
+    """What writes the benchmark's own files after aggregation (runner/reporters); set from YAML."""
+
     def __init__(self, name: str, specs: Mapping[str, Any], data_dir: str | None = None,
                  limit: int | None = None, tasks: Sequence[str] | None = None,
-                 num_fewshot: int | None = None) -> None:
+                 num_fewshot: int | None = None, reporters: Sequence[Mapping[str, Any]] = ()) -> None:
         self.name = name
+        self.reporters = [instantiate(r, f"benchmark.reporters[{i}]") for i, r in enumerate(reporters or ())]
         self.specs = dict(specs)
         self.data_dir = data_dir
         self.limit = None if limit is None else int(limit)
@@ -153,8 +161,6 @@ class Benchmark:
 
     def build_tasks(self) -> list[Task]:
         """Instantiate the selected task specs (each spec's `_target_` names its Task class)."""
-        from runner.config import instantiate
-
         tasks: list[Task] = []
         for t in self.selected:
             task = instantiate(self.specs[t], f"benchmark.specs.{t}", name=t)

@@ -120,7 +120,7 @@ class MCPSession:
         self._owner = asyncio.get_running_loop().create_task(self._own(), name=f"mcp: {self.spec.label}")
         try:
             await asyncio.wait_for(self._ready.wait(), self.start_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self.close()
             raise ServerStartError(f"{self.spec.label} did not complete the MCP handshake within "
                                    f"{self.start_timeout:g}s (command: {self.spec.command_line()})"
@@ -139,7 +139,7 @@ class MCPSession:
                 self._scope.cancel()  # still in the handshake: nothing waits on _stop yet
             try:
                 await asyncio.wait_for(asyncio.shield(owner), _CLOSE_TIMEOUT)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - closing must not fail the caller
+            except Exception:  # noqa: BLE001 - closing must not fail the caller (a timeout included)
                 owner.cancel()
                 with contextlib.suppress(BaseException):
                     await owner
@@ -177,7 +177,7 @@ class MCPSession:
             if exc.code == types.REQUEST_TIMEOUT:
                 return ToolResult(error=f"no reply from {self.spec.label} within {limit:g}s")
             return ToolResult(error=f"MCP error {exc.code} from {self.spec.label}: {exc.message}")
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return ToolResult(error=f"no reply from {self.spec.label} within {limit:g}s")
         except Exception as exc:  # noqa: BLE001 - a broken pipe or a malformed result is this call's error
             if self._owner is None or self._owner.done():
@@ -195,13 +195,13 @@ class MCPSession:
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
-                async with stdio_client(params, errlog=self._log) as (read, write):  # type: ignore[arg-type]
-                    async with ClientSession(read, write) as session:
-                        await session.initialize()
-                        self.tools = await _list_tools(session)
-                        self._session = session
-                        self._ready.set()
-                        await self._stop.wait()
+                async with (stdio_client(params, errlog=self._log) as (read, write),  # type: ignore[arg-type]
+                            ClientSession(read, write) as session):
+                    await session.initialize()
+                    self.tools = await _list_tools(session)
+                    self._session = session
+                    self._ready.set()
+                    await self._stop.wait()
         except Exception as exc:  # noqa: BLE001 - reported by start() as one line
             self._failure = exc
         finally:

@@ -1,17 +1,18 @@
 """Named aggregations: what a task's `metrics:` lists, each from the scored records alone.
 
 `mean:<score>` averages a per-sample score; `judge_panel` gives EVE's panel metrics
-(`llm_as_judge_<judge>`, `llm_as_judge_avg`, `judge_voting`, `judge_agreement`).
+(`llm_as_judge_<judge>`, `llm_as_judge_avg`, `judge_voting`, `judge_agreement`); `binary_prf:<letter>`
+accuracy, precision, recall and F1 with that option as the positive class.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from runner.errors import ConfigError
-from runner.metrics.core import majority_vote, mean, unanimous
+from runner.metrics.core import binary_classification, majority_vote, mean, unanimous
 from runner.metrics.records import judge_names
 from runner.types import Judgement
 
@@ -23,6 +24,9 @@ class Mean:
     """The mean of one per-sample score."""
 
     score: str
+
+    def headline(self) -> str:
+        return self.score
 
     def keys(self, records: Sequence[Record]) -> list[str]:
         return [self.score]
@@ -39,39 +43,82 @@ def judge_passes(record: Record) -> dict[str, float]:
     return {j["judge"]: Judgement.from_dict(j).passed for j in record.get("judgements", [])}
 
 
+def _all_pass(values: Sequence[float]) -> float:
+    return float(bool(values) and min(values) == 1.0)
+
+
+# How a panel's verdicts on one sample combine into its vote; `each` keeps them apart (no vote).
+VOTES: dict[str, Callable[[Sequence[float]], float] | None] = {
+    "majority": majority_vote, "unanimous": _all_pass, "each": None}
+
+
 @dataclass(frozen=True)
 class JudgePanel:
-    """Per judge, their mean, the panel vote (the sample's `judge_vote`, else a majority) and agreement."""
+    """Per judge, their mean, the panel vote (`judge_voting`, by the vote rule) and agreement."""
+
+    vote: str = "majority"
+
+    def headline(self) -> str:
+        return "llm_as_judge_avg" if VOTES[self.vote] is None else "judge_voting"
 
     def keys(self, records: Sequence[Record]) -> list[str]:
-        names = judge_names(records)
-        vote = [] if records and all("judge_vote" not in r.get("scores", {}) for r in records if r.get("scores")) \
-            else ["judge_voting"]
-        return [f"llm_as_judge_{j}" for j in names] + ["llm_as_judge_avg"] + vote + ["judge_agreement"]
-
-    def _rows(self, records: Sequence[Record]) -> tuple[list[str], list[list[float]]]:
-        names = judge_names(records)
-        return names, [[judge_passes(r).get(j, 0.0) for j in names] for r in records]
+        vote = [] if VOTES[self.vote] is None else ["judge_voting"]
+        return [f"llm_as_judge_{j}" for j in judge_names(records)] + ["llm_as_judge_avg", *vote, "judge_agreement"]
 
     def compute(self, records: Sequence[Record]) -> dict[str, float]:
-        names, rows = self._rows(records)
+        names = judge_names(records)
+        rows = [[judge_passes(r).get(j, 0.0) for j in names] for r in records]
         out = {f"llm_as_judge_{j}": mean(row[i] for row in rows) for i, j in enumerate(names)}
         out["llm_as_judge_avg"] = mean(mean(row) for row in rows)
-        if "judge_voting" in self.keys(records):
-            out["judge_voting"] = mean(float(r["scores"].get("judge_vote", majority_vote(row)))
-                                       for r, row in zip(records, rows, strict=True))
+        rule = VOTES[self.vote]
+        if rule is not None:
+            out["judge_voting"] = mean(rule(row) for row in rows)
         out["judge_agreement"] = mean(unanimous(row) for row in rows)
-        return {k: out[k] for k in self.keys(records)}
+        return out
 
     def per_sample(self, record: Record) -> dict[str, float]:
         return self.compute([record])
 
 
-Aggregation = Mean | JudgePanel
+@dataclass(frozen=True)
+class BinaryPRF:
+    """Accuracy and corpus-level precision, recall and F1 of one option letter as the positive class.
+
+    A reply that named no option is wrong, and not a positive prediction.
+    """
+
+    positive: str
+
+    def headline(self) -> str:
+        return "f1"
+
+    def keys(self, records: Sequence[Record]) -> list[str]:
+        return ["accuracy", "precision", "recall", "f1"]
+
+    def compute(self, records: Sequence[Record]) -> dict[str, float]:
+        return binary_classification([(r["reference"] == self.positive,
+                                        None if r.get("answer") is None else r["answer"] == self.positive)
+                                       for r in records])
+
+    def per_sample(self, record: Record) -> dict[str, float]:
+        return {"accuracy": float(record.get("answer") == record["reference"])}
+
+
+class Aggregation(Protocol):
+    """A named aggregation: the metric names it gives, their values, and each record's share of them."""
+
+    def headline(self) -> str: ...
+
+    def keys(self, records: Sequence[Record]) -> list[str]: ...
+
+    def compute(self, records: Sequence[Record]) -> dict[str, float]: ...
+
+    def per_sample(self, record: Record) -> dict[str, float]: ...
 
 
 # name -> (takes an argument, maker)
-AGGREGATIONS: dict[str, tuple[bool, Any]] = {"mean": (True, Mean), "judge_panel": (False, JudgePanel)}
+AGGREGATIONS: dict[str, tuple[bool, Any]] = {"mean": (True, Mean), "judge_panel": (False, JudgePanel),
+                                             "binary_prf": (True, BinaryPRF)}
 
 
 def aggregation(spec: str) -> Aggregation:
@@ -79,6 +126,7 @@ def aggregation(spec: str) -> Aggregation:
     name, _, arg = str(spec).partition(":")
     takes, maker = AGGREGATIONS.get(name, (None, None))
     if maker is None or takes != bool(arg):
-        raise ConfigError(f"metrics: '{spec}' is not an aggregation; use mean:<per-sample score> or judge_panel")
+        raise ConfigError(f"metrics: '{spec}' is not an aggregation; use mean:<per-sample score>, judge_panel or "
+                          "binary_prf:<positive letter>")
     made: Aggregation = maker(arg) if takes else maker()
     return made

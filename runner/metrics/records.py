@@ -11,7 +11,7 @@ from runner.types import TaskResult
 Records = Sequence[Mapping[str, Any]]
 
 
-def task_result(records: Records, metrics: Callable[[Records], dict[str, float]],
+def task_result(records: Records, metrics: Callable[[Records], Mapping[str, float | None]],
                 zero: Mapping[str, Any],
                 per_sample: Callable[[Mapping[str, Any]], dict[str, float]] | None = None) -> TaskResult:
     """Count and score a task's records.
@@ -28,7 +28,7 @@ def task_result(records: Records, metrics: Callable[[Records], dict[str, float]]
     scored = [r for r in records if r.get("status") != "error"]
     errors = [r["id"] for r in records if r.get("status") == "error"]
     invalid = [r["id"] for r in scored if r.get("status") == "invalid"]
-    values: dict[str, Any] = metrics(scored) if scored else dict.fromkeys(zero)
+    values: dict[str, Any] = dict(metrics(scored)) if scored else dict.fromkeys(zero)
     errs: dict[str, float] = {}
     if per_sample is not None and scored:
         rows = [per_sample(r) for r in scored]

@@ -20,6 +20,7 @@ from typing import Any
 
 from runner.errors import CallError, EndpointError
 from runner.models.cache import ResponseCache, request_key
+from runner.models.failures import REFUSED, classify, http_status, retry_after, unreachable
 from runner.redact import redact_text
 from runner.types import ModelOutput, Usage
 
@@ -61,7 +62,7 @@ def _import_litellm() -> Any:
 
             # Per-call work the runner does not need: debug banners, logging callbacks, telemetry.
             litellm.suppress_debug_info = True
-            litellm.set_verbose = False
+            litellm.set_verbose = False  # type: ignore[attr-defined]  # exists, not re-exported
             litellm.telemetry = False
             litellm.drop_params = True  # a provider that lacks a param drops it instead of failing
             litellm.callbacks = []
@@ -132,78 +133,6 @@ async def _litellm_ready() -> Any:
     if _litellm is not None:
         return _litellm
     return await asyncio.wrap_future(_start_import())
-
-
-def _header(headers: Any, name: str) -> Any:
-    try:
-        return headers.get(name) or headers.get(name.title())
-    except AttributeError:
-        return None
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    """Seconds the server asked us to wait, from a Retry-After header if the error carries one.
-
-    litellm keeps the failed response's headers in `litellm_response_headers` (its wrapped
-    `response` has none); the others are looked at for errors raised outside litellm's mapping.
-    """
-    response = getattr(exc, "response", None)
-    for headers in (getattr(exc, "litellm_response_headers", None), getattr(response, "headers", None),
-                    getattr(exc, "headers", None)):
-        if not headers:
-            continue
-        value = _header(headers, "retry-after")
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value))
-        except (TypeError, ValueError):
-            return None  # an HTTP date: fall back to our own backoff
-    return None
-
-
-# Statuses that say this endpoint cannot be used with this configuration: asking again cannot help.
-_REFUSED = {401: "the API key was refused", 403: "access was denied", 404: "no such model or endpoint"}
-
-
-def _status(exc: BaseException) -> int | None:
-    """The HTTP status an error carries (litellm sets `status_code`; some wrappers keep it on `response`)."""
-    for obj in (exc, getattr(exc, "response", None)):
-        code = getattr(obj, "status_code", None)
-        if isinstance(code, int):
-            return code
-    return None
-
-
-def _classify(exc: BaseException, litellm: Any) -> str:
-    """`retry` for transient failures, `fatal` for endpoint-wide ones, `fail` for this request only.
-
-    By HTTP status first: litellm's own HTTP handler raises a 401 as BadRequestError and a 403 as
-    APIError, so the exception class alone would retry a refused key.
-    """
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
-        return "retry"
-    status = _status(exc)
-    fatal = (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError)
-    if status in _REFUSED or isinstance(exc, fatal):
-        return "fatal"
-    if status in (400, 413, 422):
-        return "fail"
-    # 429, 5xx, connection errors, an unparseable body (a 400-class wrapper with no status, or
-    # APIError) and anything unexpected: transient, bounded by max_retries.
-    return "retry"
-
-
-# How "nothing answered" reads through litellm's openai SDK path (httpx) and its own HTTP handler (aiohttp).
-_UNREACHABLE_TEXTS = ("Connection error", "Cannot connect to host", "All connection attempts failed")
-
-
-def _unreachable(exc: BaseException, litellm: Any) -> bool:
-    """Nothing answered at all (refused, DNS): litellm reports it as APIConnectionError or as a 500."""
-    if isinstance(exc, litellm.Timeout):
-        return False
-    text = str(exc)
-    return isinstance(exc, litellm.APIConnectionError) or any(t in text for t in _UNREACHABLE_TEXTS)
 
 
 # Names of environment variables that hold credentials (not an API base, project or region).
@@ -322,7 +251,7 @@ class Endpoint:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
                 last = exc
-                kind = _classify(exc, litellm)
+                kind = classify(exc, litellm)
                 if kind == "fatal":
                     self.stats.failures += 1
                     raise EndpointError(self._refused(exc)) from None
@@ -330,7 +259,7 @@ class Endpoint:
                     break
                 self.stats.retries += 1
                 delay = min(self.backoff_cap, self.backoff_base * 2 ** attempt) * random.uniform(0.5, 1.0)
-                wait = _retry_after(exc)
+                wait = retry_after(exc)
                 if wait is not None:
                     delay = max(min(wait, self.backoff_cap * 2), random.uniform(0.0, 0.1))
                 log.debug("%s: attempt %d failed (%s); retrying in %.2fs", self.name, attempt + 1,
@@ -338,7 +267,7 @@ class Endpoint:
                 await asyncio.sleep(delay)
         self.stats.failures += 1
         assert last is not None
-        if self.stats.successes == 0 and _unreachable(last, litellm):
+        if self.stats.successes == 0 and unreachable(last, litellm):
             raise EndpointError(self._describe(last) + "; is the server running and the address right?")
         if self.stats.successes == 0 and self.stats.failures >= self.give_up_after:
             # Scoring errors for every sample would only hide an endpoint that does not work.
@@ -353,9 +282,9 @@ class Endpoint:
         return redact_text(f"{self.name} ({self.model} at {where}): {type(exc).__name__}: {text}")
 
     def _refused(self, exc: BaseException) -> str:
-        status = _status(exc)
+        status = http_status(exc)
         where = self.api_base or "the provider's default endpoint"
-        what = _REFUSED.get(status or 0, type(exc).__name__)
+        what = REFUSED.get(status or 0, type(exc).__name__)
         if status == 404:
             todo = f"check the entry's model ('{self.model}') and api_base"
         elif self.api_key:

@@ -7,6 +7,7 @@ it dies with the runner: the child exits when its stdin closes (normal end, Ctrl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import subprocess
@@ -112,10 +113,8 @@ def _serve(gguf: str, n_parallel: int, n_ctx: int) -> None:
     server = xllamacpp.Server(params)
     address = server.listening_address.rstrip("/")
     print(f"{READY}{address}/v1", flush=True)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         sys.stdin.read()  # returns at EOF: the parent closed the pipe or died
-    except KeyboardInterrupt:
-        pass
     del server
 
 

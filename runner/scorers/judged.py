@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from runner.errors import ConfigError
 from runner.judges.panel import json_schema_format
 from runner.judges.parsers import Verdict, parse_binary, parse_grounded
-from runner.metrics.core import majority_vote, mean, unanimous
+from runner.metrics.core import mean, unanimous
+from runner.metrics.named import VOTES, JudgePanel
 from runner.solvers.chat import variables
 from runner.templates import Template, load_template
 from runner.types import Judgement, Sample, Scored
@@ -36,8 +37,6 @@ PARSERS: dict[str, tuple[Callable[[str | None], Verdict], dict[str, Any]]] = {
     "binary": (parse_binary, BINARY_FORMAT),
     "grounded": (parse_grounded, GROUNDED_FORMAT),
 }
-VOTES: dict[str, Callable[[Sequence[float]], float] | None] = {
-    "majority": majority_vote, "unanimous": lambda s: float(bool(s) and min(s) == 1.0), "each": None}
 
 
 def per_sample_scores(judgements: Sequence[Judgement], vote: str = "majority") -> dict[str, float]:
@@ -68,9 +67,9 @@ class Judged:
         """Compile the rubric (at build time)."""
         self.rubric = load_template(self.spec, folders, f"{where}.rubric")
 
-    def metrics(self) -> list[str]:
-        """The panel's metrics by default (per judge, mean, vote, agreement)."""
-        return ["judge_panel"]
+    def metrics(self) -> list[Any]:
+        """The panel's metrics by default (per judge, mean, vote by this scorer's rule, agreement)."""
+        return [JudgePanel(self.vote)]
 
     def rubric_text(self) -> str:
         """The rubric as written (part of every judged record's fingerprint)."""

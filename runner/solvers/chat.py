@@ -20,10 +20,11 @@ def letters(n: int) -> list[str]:
 
 def variables(sample: Sample) -> dict[str, Any]:
     """What every template sees: the question, options and their letters, context documents, the
-    reference, and the row's own columns (`row.<column>`) when the data came through a `fields` map."""
+    reference, the row's own columns (`row.<column>`) when the data came through a `fields` map, and
+    what a row adapter kept (`meta.<key>`)."""
     return {"question": sample.input, "choices": sample.choices, "letters": letters(len(sample.choices)),
             "context": sample.context, "target": sample.target, "reference": sample.target,
-            "row": sample.metadata.get("row", {})}
+            "row": sample.metadata.get("row", {}), "meta": sample.metadata}
 
 
 class Chat:

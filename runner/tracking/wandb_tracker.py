@@ -8,12 +8,13 @@ import netrc
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 from urllib.parse import urlparse
 
 log = logging.getLogger("runner.tracking")
 
 _MODES = ("auto", "online", "offline", "disabled")
+WandbMode = Literal["online", "offline", "disabled", "shared"]
 _PROMPT_CHARS = 4000
 
 
@@ -139,7 +140,8 @@ class WandbTracker:
         all_tags = list(dict.fromkeys([*self.tags, *tags]))  # dedupe, keep order
         self._run = wandb.init(
             project=self.project, entity=self.entity, name=name, group=group, tags=all_tags,
-            config=config, dir=str(wandb_root), mode=resolve_mode(self.mode),
+            # cast: WANDB_MODE may also hold the aliases wandb's settings accept (dryrun, run).
+            config=config, dir=str(wandb_root), mode=cast(WandbMode, resolve_mode(self.mode)),
             # Hydra multiruns run jobs one after another in this process: always start a fresh
             # run, closing any run a previous job failed to finish instead of returning it.
             reinit="finish_previous",
@@ -165,7 +167,7 @@ class WandbTracker:
                 if isinstance(result.get(count), int):
                     values[f"{task}/{count}"] = result[count]
             columns, rows = table_columns_and_rows(records[: self.table_rows])
-            table = wandb.Table(columns=columns, data=rows, allow_mixed_types=True)
+            table = wandb.Table(columns=list[str | int](columns), data=rows, allow_mixed_types=True)
             self._run.log({**values, f"samples/{task}": table})
             self._run.summary.update(values)
         except Exception as exc:  # the results are on disk already; a tracking hiccup must not
@@ -181,7 +183,7 @@ class WandbTracker:
 
             payload: dict[str, Any] = {}
             for name, (columns, rows) in (tables or {}).items():
-                payload[name] = wandb.Table(columns=columns, data=rows, allow_mixed_types=True)
+                payload[name] = wandb.Table(columns=list[str | int](columns), data=rows, allow_mixed_types=True)
             for name, path in (images or {}).items():
                 if Path(path).is_file():
                     payload[name] = wandb.Image(str(path))

@@ -6,19 +6,28 @@ scores with SemEval-2025 Mu-SHROOM's metrics (see span_metrics.py for the rules)
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runner.benchmarks.base import Context, require, sample_id
-from runner.benchmarks.eve.span_metrics import (HARD_THRESHOLD, Quote, intervals, map_quotes, micro_prf,
-                                                probabilities, score_sample, unparsed_scores)
-from runner.benchmarks.generative import GenerativeTask, Scored
+from runner.benchmarks.eve.span_metrics import (
+    HARD_THRESHOLD,
+    Quote,
+    intervals,
+    map_quotes,
+    micro_prf,
+    probabilities,
+    score_sample,
+    unparsed_scores,
+)
+from runner.benchmarks.generative import GenerativeTask
 from runner.judges.panel import json_schema_format
 from runner.judges.parsers import find_json_object
 from runner.metrics.core import mean
 from runner.metrics.records import task_result
-from runner.types import Sample, SampleRecord, TaskResult
+from runner.types import Sample, SampleRecord, Scored, TaskResult
 
 _QUOTE_WITH_CONFIDENCE = {"type": "object", "additionalProperties": False, "required": ["text", "confidence"],
                           "properties": {"text": {"type": "string"},
@@ -41,10 +50,8 @@ def parse_quotes(text: str | None) -> list[Quote] | None:
     confidence means 1.0 (certain); confidences are clipped to [0, 1].
     """
     items: Any = None
-    try:
+    with contextlib.suppress(ValueError):
         items = json.loads((text or "").strip())
-    except ValueError:
-        pass
     if not isinstance(items, list):
         obj = items if isinstance(items, dict) else find_json_object(text)
         if obj is None:

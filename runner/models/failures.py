@@ -1,0 +1,81 @@
+"""How a failed call is read: by HTTP status first, then by the exception class litellm raised.
+
+Pure functions over the error (litellm's exception classes are passed in, so nothing here imports it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+
+def _header(headers: Any, name: str) -> Any:
+    try:
+        return headers.get(name) or headers.get(name.title())
+    except AttributeError:
+        return None
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds the server asked us to wait, from a Retry-After header if the error carries one.
+
+    litellm keeps the failed response's headers in `litellm_response_headers` (its wrapped
+    `response` has none); the others are looked at for errors raised outside litellm's mapping.
+    """
+    response = getattr(exc, "response", None)
+    for headers in (getattr(exc, "litellm_response_headers", None), getattr(response, "headers", None),
+                    getattr(exc, "headers", None)):
+        if not headers:
+            continue
+        value = _header(headers, "retry-after")
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value))
+        except (TypeError, ValueError):
+            return None  # an HTTP date: fall back to our own backoff
+    return None
+
+
+# Statuses that say this endpoint cannot be used with this configuration: asking again cannot help.
+REFUSED = {401: "the API key was refused", 403: "access was denied", 404: "no such model or endpoint"}
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status an error carries (litellm sets `status_code`; some wrappers keep it on `response`)."""
+    for obj in (exc, getattr(exc, "response", None)):
+        code = getattr(obj, "status_code", None)
+        if isinstance(code, int):
+            return code
+    return None
+
+
+def classify(exc: BaseException, litellm: Any) -> str:
+    """`retry` for transient failures, `fatal` for endpoint-wide ones, `fail` for this request only.
+
+    By HTTP status first: litellm's own HTTP handler raises a 401 as BadRequestError and a 403 as
+    APIError, so the exception class alone would retry a refused key.
+    """
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return "retry"
+    status = http_status(exc)
+    fatal = (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError)
+    if status in REFUSED or isinstance(exc, fatal):
+        return "fatal"
+    if status in (400, 413, 422):
+        return "fail"
+    # 429, 5xx, connection errors, an unparseable body (a 400-class wrapper with no status, or
+    # APIError) and anything unexpected: transient, bounded by max_retries.
+    return "retry"
+
+
+# How "nothing answered" reads through litellm's openai SDK path (httpx) and its own HTTP handler (aiohttp).
+_UNREACHABLE_TEXTS = ("Connection error", "Cannot connect to host", "All connection attempts failed")
+
+
+def unreachable(exc: BaseException, litellm: Any) -> bool:
+    """Nothing answered at all (refused, DNS): litellm reports it as APIConnectionError or as a 500."""
+    if isinstance(exc, litellm.Timeout):
+        return False
+    text = str(exc)
+    return isinstance(exc, litellm.APIConnectionError) or any(t in text for t in _UNREACHABLE_TEXTS)

@@ -20,7 +20,7 @@ from runner.display import Display
 from runner.errors import ConfigError
 from runner.pipeline import execute, plan, timestamp, usage_summary
 from runner.redact import redact
-from runner.tracking.local import SampleStore, write_json
+from runner.store import SampleStore, write_json
 
 log = logging.getLogger("runner")
 
@@ -113,9 +113,6 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
         write_json(run_dir / "results.json", results)
         for task in built.tasks:
             tracker.log_task(task.name, records[task.name], blocks[task.name])
-            extras = task.extras(records[task.name], task_results[task.name], run_dir)
-            if extras:
-                tracker.log_extra(**extras)
         for reporter in built.benchmark.reporters:
             extras = reporter.report(built.tasks, records, task_results, run_dir)
             if extras:

@@ -15,7 +15,7 @@ from runner.display import Display
 from runner.errors import CallError, ConfigError, RunnerError
 from runner.fingerprint import changed, describe_changes, fingerprint, names
 from runner.redact import redact_text
-from runner.tracking.local import SampleStore, latest, record_key
+from runner.store import SampleStore, latest, record_key
 from runner.types import CURRENT_SAMPLE, Sample, SampleRecord, TaskResult
 
 log = logging.getLogger("runner")
@@ -156,7 +156,6 @@ async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context,
     for task in built.tasks:
         records[task.name] = _records_of(task, loaded[task.name], store)
         results[task.name] = task.aggregate(records[task.name])
-        task.finalize(records[task.name], results[task.name], run_dir=store.dir.parent)
     return results, records
 
 

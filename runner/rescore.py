@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 from runner.config import instantiate, register
 from runner.errors import RunnerError
-from runner.tracking.local import SampleStore, latest, write_json
+from runner.store import SampleStore, latest, write_json
 
 
 def rescore(run_dir: Path) -> dict[str, Any]:

@@ -64,7 +64,7 @@ def test_generation_sends_every_clip_in_order_and_writes_mugen_predictions(fake_
 
     asked = model_requests(fake_llm)
     expected = {}
-    for task, task_rows in rows.items():
+    for task_rows in rows.values():
         for row in task_rows:
             if "answer" not in row:
                 continue

@@ -138,3 +138,25 @@ def test_an_unknown_resume_mode_is_a_config_error(fake_llm, tmp_path):
     with pytest.raises(ConfigError, match="resume=refresh"):
         run_in_process(args(fake_llm.base_url, tmp_path / "run", tmp_path / "cache") + ["resume=fresh"],
                        tmp_path / "run")
+
+
+def test_the_seed_is_part_of_the_fingerprint_only_where_it_decides_the_record():
+    from conftest import compose
+
+    from runner.benchmarks.base import Context
+    from runner.config import instantiate
+    from runner.types import Sample
+
+    sample = Sample(id=0, input="q", target="A", choices=("x", "y"))
+    eve = instantiate(compose(["benchmark=eve", "benchmark.tasks=[mcqa_single_answer]"]).benchmark,
+                      "benchmark").build_tasks()[0]
+    parts = [eve.fingerprint_parts(sample, [], Context(model=None, panel=None, seed=s))["task"] for s in (0, 1)]
+    assert parts[0] == parts[1]  # a greedy multiple-choice prompt does not depend on the seed
+
+    class Drawn(type(eve)):  # a task whose records depend on a seeded draw
+        seeded = True
+
+    drawn = Drawn.__new__(Drawn)
+    drawn.__dict__.update(eve.__dict__)
+    parts = [drawn.fingerprint_parts(sample, [], Context(model=None, panel=None, seed=s))["task"] for s in (0, 1)]
+    assert parts[0] != parts[1]

@@ -123,7 +123,8 @@ def test_the_default_run_scores_the_bundled_dialogues_as_computed_by_hand(fake_l
     assert all(body["response_format"]["type"] == "json_schema" for body in fake_llm.requests)
 
     report = json.loads((run_dir / "vakra_results.json").read_text())
-    assert report["capability_name"] == "capability_dashboard_apis" and list(report["domains"]) == ["library", "weather"]
+    assert report["capability_name"] == "capability_dashboard_apis"
+    assert list(report["domains"]) == ["library", "weather"]
     assert {k: report["summary"][k] for k in ("n_samples", "n_correct", "n_paired_dialogues")} == \
         {"n_samples": 11, "n_correct": 6.0, "n_paired_dialogues": 10}
     (entry,) = [d for d in report["domains"]["library"]["dialogues"] if d["uuid"] == "lib-007"]
@@ -285,10 +286,12 @@ def test_a_server_crash_or_a_slow_tool_mid_domain_becomes_error_responses_and_sc
     gt, pred = copy_data("capability_dashboard_apis", tmp_path)
     rows = {p["uuid"]: p for p in json.loads((pred / "weather.json").read_text())}
     rows["wx-002"]["output"][0].update(answer="37.2 mm of rain fell in Eastbrook in March 2024.", sequence={
-        "tool_call": [{"name": "get_total_rain_by_city_and_month", "arguments": {"city": "Eastbrook", "month": "2024-03"}},
-                      {"name": "crash_server", "arguments": {}},
-                      {"name": "get_station_city", "arguments": {"station_name": "Harbor Point"}}]})
-    rows["wx-003"]["output"][0]["sequence"]["tool_call"].insert(0, {"name": "sleep_seconds", "arguments": {"seconds": 4}})
+        "tool_call": [
+            {"name": "get_total_rain_by_city_and_month", "arguments": {"city": "Eastbrook", "month": "2024-03"}},
+            {"name": "crash_server", "arguments": {}},
+            {"name": "get_station_city", "arguments": {"station_name": "Harbor Point"}}]})
+    rows["wx-003"]["output"][0]["sequence"]["tool_call"].insert(
+        0, {"name": "sleep_seconds", "arguments": {"seconds": 4}})
     (pred / "weather.json").write_text(json.dumps(list(rows.values())))
     config = tmp_path / "mcp.yaml"
     config.write_text(f"tasks:\n  2:\n    command: python\n    args: ['{SERVER}']\n"

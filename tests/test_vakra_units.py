@@ -188,7 +188,8 @@ def test_a_stdio_entry_runs_the_runner_python_in_cwd_relative_to_the_config_with
 
 def test_a_container_entry_becomes_a_docker_exec_stdio_command(tmp_path: Path) -> None:
     path = _config(tmp_path, "tasks:\n  2:\n    container_name: capability_2_dashboard_apis\n"
-                             "    container_runtime: podman\n    container_env: {CAPABILITY_ID: '2', MCP_DB_ROOT: /app/db}\n"
+                             "    container_runtime: podman\n"
+                             "    container_env: {CAPABILITY_ID: '2', MCP_DB_ROOT: /app/db}\n"
                              "    container_command: [python, /app/mcp_dispatch.py]\n")
     spec = server_spec(server_entry(path, "capability_dashboard_apis", 2), "movie")
     assert spec.command == "podman"

@@ -375,7 +375,9 @@ def test_judges_get_the_reference_only_when_asked_and_a_json_schema_for_the_winn
     cfg = compose(overrides(fake_llm.base_url, run_dir, ["judge1"]))
     benchmark: Benchmark = instantiate(cfg.benchmark, "benchmark")
     (task,) = benchmark.build_tasks()
-    extras = task.extras(records, task.aggregate(records), run_dir)  # what a tracker's log_extra takes
+    (reporter,) = benchmark.reporters
+    extras = reporter.report([task], {TASK: records}, {TASK: task.aggregate(records)}, run_dir)
+    assert extras is not None  # what a tracker's log_extra takes
     assert extras["images"] == {f"charts/{TASK}": run_dir / "win_rate" / f"comparison_{TASK}.png"}
     assert extras["images"][f"charts/{TASK}"].is_file()
     columns, rows = extras["tables"][f"rationales/{TASK}"]

@@ -74,6 +74,9 @@ class Task:
     """The metric the run summary and the final table lead with."""
     spec: Mapping[str, Any] = {}
     """The task's YAML entry as configured (set by the benchmark); part of every record's fingerprint."""
+    seeded = False
+    """Whether the run's `seed` decides this task's records (a drawn order, a shuffle): then it is part of
+    their fingerprint, so a resume with another seed does not keep them."""
 
     def __init__(self, name: str, dataset: str | None = None, split: str = "train", num_fewshot: int = 0,
                  params: Mapping[str, Any] | None = None) -> None:
@@ -94,7 +97,8 @@ class Task:
     def fingerprint_parts(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> dict[str, Any]:
         """What decides this sample's record (runner/fingerprint.py): its data, the task's settings, and
         the model and the judges where the task uses them. Subclasses add what else decides it."""
-        parts: dict[str, Any] = {"data": [asdict(sample), [asdict(s) for s in shots]], "task": self.spec}
+        task: Any = {"spec": self.spec, "seed": ctx.seed} if self.seeded else self.spec
+        parts: dict[str, Any] = {"data": [asdict(sample), [asdict(s) for s in shots]], "task": task}
         if self.needs_model and ctx.model is not None:
             parts["model"] = ctx.model.describe(self.params)
         if self.needs_judges and ctx.panel is not None:
@@ -115,14 +119,6 @@ class Task:
         Default: anything but an error. A task may ask again for more (e.g. invalid judgements).
         """
         return record.get("status") != "error"
-
-    def finalize(self, records: Sequence[Mapping[str, Any]], result: TaskResult, run_dir: Path) -> None:
-        """After aggregation: write any benchmark-specific files (default: nothing)."""
-
-    def extras(self, records: Sequence[Mapping[str, Any]], result: TaskResult, run_dir: Path
-               ) -> dict[str, Any]:
-        """Extra tables and images for the tracker (`log_extra` keyword arguments); default none."""
-        return {}
 
     async def close(self) -> None:
         """After the last sample (also when the run stops early): release what `evaluate` started, such as

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from runner.judges.parsers import Verdict
@@ -41,7 +42,7 @@ class Panel:
         messages = [{"role": "user", "content": prompt}]
         results = await asyncio.gather(*(self._one(j, messages, parse, response_format) for j in self.judges))
         judgements = [r[0] for r in results]
-        usage = {j.name: r[1].__dict__ for j, r in zip(self.judges, results, strict=True)}
+        usage = {j.name: asdict(r[1]) for j, r in zip(self.judges, results, strict=True)}
         return judgements, usage
 
     @staticmethod

@@ -17,15 +17,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
 from runner.benchmarks.base import Benchmark, Loaded, Task, require
-from runner.benchmarks.mugen.catalog import ABBREVIATIONS, DIMENSION_OF, DIMENSIONS
 from runner.benchmarks.mugen.predictions import TaskPredictions, check_record, scan
-from runner.benchmarks.mugen.task import MugenTask, percent
+from runner.benchmarks.mugen.scores import tally
+from runner.benchmarks.mugen.task import MugenTask
 from runner.errors import ConfigError, DataError
 from runner.sources import BAD_ROW, MissingSplit, local_task_file, open_dataset, read_jsonl
-from runner.tracking.local import record_key
+from runner.store import record_key
 from runner.types import Sample, TaskResult
 
 log = logging.getLogger("runner")
@@ -47,10 +45,11 @@ class MugenBenchmark(Benchmark):
                  limit: int | None = None, tasks: Sequence[str] | None = None, num_fewshot: int | None = None,
                  split: str = "test", prediction_dir: str | None = None, prediction_file: str = "output.json",
                  strict: bool = False, self_consistency: int = 1, answer_hint: bool = False,
-                 judge_prompt: str | None = None) -> None:
-        super().__init__(name, specs, data_dir=data_dir, limit=limit, tasks=tasks, num_fewshot=num_fewshot)
-        if self.num_fewshot:
-            raise ConfigError("benchmark.num_fewshot: MUGEN has no few-shot examples; leave it null or 0")
+                 judge_prompt: str | None = None, reporters: Sequence[Mapping[str, Any]] = ()) -> None:
+        if num_fewshot is not None:
+            raise ConfigError(f"benchmark.num_fewshot={num_fewshot}: mugen has no few-shot examples (each sample "
+                              "is its instruction and audio clips, asked zero-shot); leave num_fewshot null")
+        super().__init__(name, specs, data_dir=data_dir, limit=limit, tasks=tasks, reporters=reporters)
         if not _SPLIT.fullmatch(str(split)):
             raise ConfigError(f"benchmark.split: '{split}' is not a MUGEN split; use test (5 candidates) or "
                               "test_2, test_3, test_4 (2 to 4 candidates)")
@@ -75,7 +74,7 @@ class MugenBenchmark(Benchmark):
 
     def build_tasks(self) -> list[Task]:
         """The selected tasks; judging a prediction folder, those of them that have a readable file there."""
-        from runner.config import instantiate
+        from runner.config import instantiate, plain
 
         names = list(self.selected)
         if self.prediction_dir:
@@ -95,9 +94,7 @@ class MugenBenchmark(Benchmark):
         for t in names:
             task = instantiate(self.specs[t], f"benchmark.specs.{t}", name=t, split=self.split, **self.task_options)
             # What decides its records (part of their fingerprints): its entry and the benchmark's options.
-            spec = OmegaConf.to_container(self.specs[t], resolve=True) if isinstance(self.specs[t], DictConfig) \
-                else dict(self.specs[t])
-            task.spec = {**spec, "split": self.split, **self.task_options}
+            task.spec = {**plain(self.specs[t]), "split": self.split, **self.task_options}
             tasks.append(task)
         return tasks
 
@@ -205,33 +202,14 @@ class MugenBenchmark(Benchmark):
         tasks judged nothing is null, as is `accuracy` when nothing was judged), the correct/judged counts
         behind them, and the skipped items."""
         out = super().summary(tasks, results)
-        correct: dict[str, int] = {}
-        judged: dict[str, int] = {}
-        for name, r in results.items():
-            if name not in DIMENSION_OF:
-                continue
-            dim = DIMENSION_OF[name]
-            correct.setdefault(dim, 0)
-            judged.setdefault(dim, 0)
-            n, accuracy = r.n - r.n_errors, r.metrics.get("accuracy")
-            if n <= 0 or accuracy is None:
-                continue
-            # accuracy is correct/n with integer counts, so rounding recovers the count exactly
-            correct[dim] += round(accuracy * n)
-            judged[dim] += n
-        order = [d for d in DIMENSIONS if d in judged]
-        rate = {d: correct[d] / judged[d] if judged[d] else None for d in order}
-        total_c, total_n = sum(correct.values()), sum(judged.values())
+        counts = tally(results)
         out.update({
-            "accuracy": total_c / total_n if total_n else None,
-            "dimensions": rate,
-            "n_correct": total_c,
-            "n_judged": total_n,
-            "dimension_counts": {d: {"correct": correct[d], "n": judged[d]} for d in order},
+            "accuracy": counts.accuracy,
+            "dimensions": {d: counts.rate(d) for d in counts.dimensions},
+            "n_correct": counts.n_correct,
+            "n_judged": counts.n_judged,
+            "dimension_counts": {d: {"correct": counts.correct[d], "n": counts.judged[d]}
+                                 for d in counts.dimensions},
             "problems": list(self.problems),
         })
-        for d in order:
-            print(f"Dimension: {d} ({ABBREVIATIONS[d]}) | Accuracy: {percent(rate[d])} ({correct[d]}/{judged[d]})",
-                  flush=True)
-        print(f"Overall | Accuracy: {percent(out['accuracy'])} ({total_c}/{total_n})", flush=True)
         return out

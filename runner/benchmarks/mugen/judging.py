@@ -19,6 +19,7 @@ captured strings (as the original stores them); lenient stores the normalised la
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from runner.judges.parsers import Verdict, find_json_object, parse_binary
@@ -85,7 +86,7 @@ def _label(raw: str) -> str | None:
     return kinds[0] if len(set(kinds)) == 1 else None
 
 
-def reader(strict: bool):  # noqa: ANN201 - a Panel parser: str | None -> Verdict
+def reader(strict: bool) -> Callable[[str | None], Verdict]:
     """The Panel parser for one mode (the verdict only; fields are read again from the raw reply)."""
     read = read_strict if strict else read_lenient
     return lambda text: read(text).verdict

@@ -1,4 +1,5 @@
-"""The MUGEN prediction layout on disk: `<dir>/<Task>/output.json` in, `llm_judge_results.json` out.
+"""The MUGEN prediction layout on disk: `<dir>/<Task>/output.json` in (runner/reporters/mugen.py
+writes `llm_judge_results.json` out).
 
 Reading is forgiving per folder and per file: a folder that is not a MUGEN task, that points outside
 the prediction dir, that lacks its file, or whose file is not a JSON list is skipped with one line
@@ -8,7 +9,6 @@ saying what and where; the other tasks are judged. Only an unusable prediction d
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,11 +95,3 @@ def check_record(record: Any, index: int, path: Path) -> str | None:
     if response is not None and not isinstance(response, str):
         return f"{where}: 'response' must be a string or null, got {type(response).__name__}"
     return None
-
-
-def write_records(path: Path, records: list[dict[str, Any]]) -> None:
-    """A MUGEN JSON file: a list of records, indented by 4, UTF-8 kept as is; written atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(records, indent=4, ensure_ascii=False, default=str), encoding="utf-8")
-    os.replace(tmp, path)

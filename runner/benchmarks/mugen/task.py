@@ -2,9 +2,10 @@
 
 Scoring follows the paper: the judge reads the instruction, the gold option and the reply (text only)
 and says correct or incorrect; accuracy is correct / judged samples, an invalid judgement counting as
-wrong. Records keep MUGEN's fields (`extra.input`, `extra.Explanation`, `extra.Judgement`), so the
-MUGEN files are written from the samples file alone, and a resumed run asks again only for samples
-that are not `ok` (failed calls and invalid judgements), reusing a reply already generated.
+wrong. Records keep MUGEN's fields (`extra.input`, `extra.Explanation`, `extra.Judgement`), so MUGEN's
+files and console lines come from the records alone (runner/reporters/mugen.py), and a resumed run asks
+again only for samples that are not `ok` (failed calls and invalid judgements), reusing a reply already
+generated (the earlier record comes from the pipeline, `Context.previous`).
 """
 
 from __future__ import annotations
@@ -14,25 +15,23 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from runner.benchmarks.base import Context, Task
 from runner.benchmarks.mugen import judging
 from runner.benchmarks.mugen.audio import Clip, load_clip
-from runner.benchmarks.mugen.catalog import (CANDIDATE_COLUMNS, DIMENSION_OF, REFERENCE_COLUMN, hub_dataset,
-                                             name_hint)
+from runner.benchmarks.mugen.catalog import CANDIDATE_COLUMNS, DIMENSION_OF, REFERENCE_COLUMN, hub_dataset, name_hint
 from runner.benchmarks.mugen.choice import read_choice
-from runner.benchmarks.mugen.predictions import write_records
 from runner.benchmarks.mugen.prompting import PROMPTS, build_messages, letter_in_original_order, shuffled_order
 from runner.errors import ConfigError
 from runner.judges.panel import json_schema_format
 from runner.metrics.core import majority_vote, mean
 from runner.metrics.records import task_result
 from runner.prompts import render
-from runner.tracking.local import SampleStore, record_key
-from runner.types import Judgement, Sample, SampleRecord, TaskResult
+from runner.store import record_key
+from runner.types import Judgement, ModelOutput, Sample, SampleRecord, TaskResult, Usage
 
 log = logging.getLogger("runner")
 
@@ -64,6 +63,7 @@ class MugenTask(Task):
         self.needs_model = not self.predictions
         self.strict = bool(strict)
         self.self_consistency = int(self_consistency)
+        self.seeded = self.self_consistency > 1  # its candidate orders are shuffled from the seed
         self.answer_hint = bool(answer_hint)
         self.judge_dir, self.judge_file = PROMPTS, "judge.j2"
         if judge_prompt:
@@ -77,7 +77,6 @@ class MugenTask(Task):
         self.order: list[Any] = []
         self.sources: dict[str, Any] = {}
         self.responses: dict[str, str | None] = {}
-        self._previous: dict[str, dict[str, Any]] | None = None
         self._judge_checked = False
 
     # ------------------------------------------------------------------ asking
@@ -162,11 +161,9 @@ class MugenTask(Task):
                                                                 "self_consistency": generations}
 
     def _previous_reply(self, sample: Sample, ctx: Context) -> dict[str, Any] | None:
-        """This sample's record from an earlier run into the same run dir, if it holds a reply to reuse."""
-        if self._previous is None:
-            # Read once, before this run appends any record of this task (no await since the check).
-            self._previous = SampleStore(ctx.run_dir).load(self.name) if ctx.run_dir is not None else {}
-        rec = self._previous.get(record_key(sample.id))
+        """This sample's record from an earlier run into the same run dir (as the pipeline read it before
+        this run appended any), if it holds a reply to reuse."""
+        rec = ctx.previous.get(self.name, {}).get(record_key(sample.id))
         assert ctx.model is not None
         if (rec and rec.get("status") == "invalid" and isinstance(rec.get("response"), str)
                 and rec.get("model") == ctx.model.name and "input" in (rec.get("extra") or {})):
@@ -206,7 +203,7 @@ class MugenTask(Task):
             log.info("MUGEN is judged by %s; the paper's judge is %s at temperature 0 (judges=mugen)",
                      ", ".join(models), PAPER_JUDGE)
 
-    # ------------------------------------------------------------------ resume, metrics, files
+    # ------------------------------------------------------------------ resume, metrics
 
     def fingerprint_parts(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> dict[str, Any]:
         """The base parts, with the row's place standing in for the function that fetches its audio (a
@@ -232,58 +229,12 @@ class MugenTask(Task):
         return task_result(records, lambda ok: {"accuracy": mean(_correct(r) for r in ok)},
                            zero={"accuracy": 0.0}, per_sample=lambda r: {"accuracy": _correct(r)})
 
-    def finalize(self, records: Sequence[Mapping[str, Any]], result: TaskResult, run_dir: Path) -> None:
-        """MUGEN's files and console lines: `<run_dir>/<Task>/llm_judge_results.json` (the input records
-        plus Explanation and Judgement, in file order); when generating, also the predictions in the
-        MUGEN layout, `<run_dir>/predictions/<Task>/output.json`."""
-        by_id = {record_key(r["id"]): r for r in records}
-        inputs: list[dict[str, Any]] = []
-        judged: list[dict[str, Any]] = []
-        for item_id in self.order:
-            rec = by_id.get(record_key(item_id))
-            if self.predictions:
-                source = self.sources.get(record_key(item_id))
-            else:
-                source = ((rec or {}).get("extra") or {}).get("input")
-            if not isinstance(source, dict):
-                continue  # a failed generation has no reply; a non-object record cannot carry fields
-            inputs.append(source)
-            judged.append({**source, **_fields(rec)})
-        if not self.predictions:
-            write_records(run_dir / "predictions" / self.name / "output.json", inputs)
-        write_records(run_dir / self.name / "llm_judge_results.json", judged)
-        scored = result.n - result.n_errors
-        accuracy = result.metrics.get("accuracy")
-        n_correct = round(accuracy * scored) if accuracy is not None else 0
-        print(f"Task: {self.name} | Accuracy: {percent(accuracy)} ({n_correct}/{scored})", flush=True)
-        if result.invalid_ids:
-            print(f"Invalid judgements for IDs: {result.invalid_ids}", flush=True)
-        if result.error_ids:
-            print(f"Not judged (errors, see samples/{self.name}.jsonl) for IDs: {result.error_ids}", flush=True)
-
-
-def percent(rate: float | None) -> str:
-    """A rate as MUGEN prints it; n/a when it is over nothing (null in results.json)."""
-    return "n/a" if rate is None else f"{100 * rate:.2f}%"
-
 
 def _correct(record: Mapping[str, Any]) -> float:
     return float((record.get("scores") or {}).get("accuracy", 0.0))
 
 
-def _fields(record: Mapping[str, Any] | None) -> dict[str, str]:
-    """MUGEN's Explanation and Judgement for a record (an unjudged one says why it was not judged)."""
-    if record is None:
-        return {"Explanation": "not judged in this run", "Judgement": "error"}
-    extra = record.get("extra") or {}
-    if record.get("status") == "error" or "Judgement" not in extra:
-        return {"Explanation": f"not judged: {record.get('error') or 'no judgement recorded'}", "Judgement": "error"}
-    return {"Explanation": extra.get("Explanation", ""), "Judgement": extra["Judgement"]}
-
-
-def _usage(outs: Sequence[Any]) -> dict[str, Any]:
+def _usage(outs: Sequence[ModelOutput]) -> dict[str, Any]:
     """Summed accounting of one or more model calls, with the served model id."""
-    return {"prompt_tokens": sum(o.usage.prompt_tokens for o in outs),
-            "completion_tokens": sum(o.usage.completion_tokens for o in outs),
-            "cost": sum(o.usage.cost for o in outs), "cached": all(o.usage.cached for o in outs),
-            "retries": sum(o.usage.retries for o in outs), "served_model": outs[0].model if outs else None}
+    total = sum((o.usage for o in outs[1:]), start=outs[0].usage) if outs else Usage(cached=True)
+    return {**asdict(total), "served_model": outs[0].model if outs else None}

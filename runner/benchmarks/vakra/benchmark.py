@@ -15,8 +15,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-
 from runner.benchmarks.base import Benchmark, Loaded, Task
 from runner.benchmarks.vakra.dialogues import CAPABILITIES
 from runner.benchmarks.vakra.policy import load_policy_judge
@@ -31,8 +29,8 @@ from runner.types import TaskResult
 def _choice(key: str, value: str, options: Sequence[str]) -> None:
     if value not in options:
         hint = difflib.get_close_matches(str(value), list(options), n=1)
-        raise ConfigError(f"benchmark.{key}: unknown value '{value}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
-                          + f"; choose from: {', '.join(options)}")
+        did_you_mean = f" (did you mean '{hint[0]}'?)" if hint else ""
+        raise ConfigError(f"benchmark.{key}: unknown value '{value}'{did_you_mean}; choose from: {', '.join(options)}")
 
 
 def _directory(key: str, value: str | None) -> Path:
@@ -55,25 +53,22 @@ class VakraBenchmark(Benchmark):
                  tool_timeout: float = 60.0, start_timeout: float = 60.0, replay_concurrency: int = 4,
                  task: Mapping[str, Any] | None = None, specs: Mapping[str, Any] | None = None,
                  tasks: Sequence[str] | None = None, limit: int | None = None, data_dir: str | None = None,
-                 num_fewshot: int | None = None) -> None:
-        # Benchmark.__init__ checks `tasks` against `specs`; here the tasks are the domains found on disk.
-        self.name = name
-        self.specs = dict(specs or {})
+                 num_fewshot: int | None = None, reporters: Sequence[Mapping[str, Any]] = ()) -> None:
+        if data_dir is not None:
+            raise ConfigError(f"benchmark.data_dir={data_dir}: vakra reads benchmark.gt_root and benchmark.pred_root "
+                              "(one <domain>.json each), not data_dir; leave data_dir null")
+        if num_fewshot is not None:
+            raise ConfigError(f"benchmark.num_fewshot={num_fewshot}: vakra scores the recorded predictions in "
+                              "benchmark.pred_root and has no few-shot examples; leave num_fewshot null")
+        if limit is not None and int(limit) < 0:
+            raise ConfigError(f"benchmark.limit: must be a positive number of dialogues, got {limit}")
+        # The tasks are the domains found on disk, so `tasks` is checked in domain_names(), not against specs.
+        super().__init__(name, dict(specs or {}), limit=limit, reporters=reporters)
         self.task_spec = task
-        self.data_dir = None
-        self.num_fewshot = None
-        self.limit = None if limit is None else int(limit)
         _choice("capability", capability, list(CAPABILITIES))
         _choice("aggregate", aggregate, AGGREGATES)
         for cap in policy_capabilities or ():
             _choice("policy_capabilities", cap, list(CAPABILITIES))
-        if data_dir is not None:
-            raise ConfigError("benchmark.data_dir: vakra reads benchmark.gt_root and benchmark.pred_root "
-                              "(one <domain>.json each); data_dir is not used")
-        if num_fewshot:
-            raise ConfigError("benchmark.num_fewshot: vakra scores recorded predictions; there are no shots")
-        if self.limit is not None and self.limit < 0:
-            raise ConfigError(f"benchmark.limit: must be a positive number of dialogues, got {self.limit}")
         for key, value in (("tool_timeout", tool_timeout), ("start_timeout", start_timeout),
                            ("replay_concurrency", replay_concurrency)):
             if not float(value) > 0:
@@ -110,7 +105,7 @@ class VakraBenchmark(Benchmark):
 
     def build_tasks(self) -> list[Task]:
         """One DomainTask per domain, bound to the run's settings (nothing starts yet)."""
-        from runner.config import instantiate
+        from runner.config import instantiate, plain
 
         domains = self.domain_names()
         self.selected = domains
@@ -136,8 +131,7 @@ class VakraBenchmark(Benchmark):
                 raise ConfigError(f"{where}._target_: must be a runner.benchmarks.vakra.task.DomainTask")
             task.bind(settings)
             # What decides its records besides the dialogues (part of their fingerprints).
-            task.spec = {**(OmegaConf.to_container(spec, resolve=True) if isinstance(spec, DictConfig)
-                            else dict(spec)),
+            task.spec = {**plain(spec),
                          "capability": self.capability, "replay": self.replay, "aggregate": self.aggregate,
                          "policy_judge": self.policy_judge, "policy_capabilities": list(self.policy_capabilities)}
             tasks.append(task)

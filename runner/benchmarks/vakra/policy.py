@@ -48,7 +48,7 @@ def load_policy_judge(path: str | Path) -> Callable[[dict[str, Any]], Any]:
         spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 - the user's file: say what broke, in one line
         raise ConfigError(f"{where}: importing it failed: {type(exc).__name__}: {exc}") from None
-    function = getattr(module, FUNCTION, None)
+    function: object = getattr(module, FUNCTION, None)
     if not callable(function):
         raise ConfigError(f"{where}: the file defines no function {FUNCTION}(dialogue)")
     return function

@@ -84,9 +84,9 @@ def server_spec(entry: Mapping[str, Any], domain: str) -> ServerSpec:
                           args=tuple(str(a) for a in entry.get("args") or ()), env=env, cwd=cwd, label=label)
     runtime = entry.get("container_runtime") or _container_runtime()
     pairs = [*((str(k), str(v)) for k, v in (entry.get("container_env") or {}).items()), ("MCP_DOMAIN", domain)]
-    command = [str(c) for c in entry.get("container_command") or ("python", "mcp_server.py")]
+    in_container = [str(c) for c in entry.get("container_command") or ("python", "mcp_server.py")]
     args = ["exec", "-i", *(flag for k, v in pairs for flag in ("-e", f"{k}={v}")), str(entry["container_name"]),
-            *command]
+            *in_container]
     # The docker/podman client itself may need these to reach its daemon.
     env = {k: os.environ[k] for k in _CONTAINER_CLIENT_ENV if k in os.environ}
     return ServerSpec(command=str(runtime), args=tuple(args), env=env, label=label)

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from runner.benchmarks.base import Context, Loaded, Task
-from runner.benchmarks.vakra.dialogues import (RERUN, DomainFiles, answer_text, gt_turns, pred_turn,
-                                               read_domain)
+from runner.benchmarks.vakra.dialogues import RERUN, DomainFiles, answer_text, gt_turns, pred_turn, read_domain
 from runner.benchmarks.vakra.policy import run_policy_judge
 from runner.benchmarks.vakra.replay import Outcome, Replayer
-from runner.benchmarks.vakra.report import DomainResult, domain_block, domain_result, write_report
+from runner.benchmarks.vakra.report import domain_result
 from runner.benchmarks.vakra.scoring import RESPONSE_WINDOW, TurnScore, TurnScorer, aggregate
 from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable, StartLedger, server_spec
 from runner.types import Sample, SampleRecord, TaskResult
@@ -179,13 +178,7 @@ class DomainTask(Task):
         return super().finished(record) and not (record.get("extra") or {}).get("missing_prediction")
 
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
-        return domain_result(records, self._pairing())
-
-    def finalize(self, records: Sequence[Mapping[str, Any]], result: TaskResult, run_dir: Path) -> None:
-        s = self._settings()
-        assert isinstance(result, DomainResult)
-        head = {"capability_name": s.capability, "groundtruth_dir": str(s.gt_root), "prediction_dir": str(s.pred_root)}
-        write_report(run_dir, head, s.domains, domain_block(self.name, records, result, self._pairing()))
+        return domain_result(records, self.pairing())
 
     async def close(self) -> None:
         if self.servers is not None:
@@ -196,7 +189,8 @@ class DomainTask(Task):
             raise RuntimeError(f"vakra task {self.name} was not bound to a benchmark")
         return self.settings
 
-    def _pairing(self) -> dict[str, Any]:
+    def pairing(self) -> dict[str, Any]:
+        """What pairing the domain's two files found (counts, extra and duplicate uuids); read once."""
         if self.files is None and self.settings is not None:  # rescoring: the files were not loaded
             self.files = read_domain(self.name, self.settings.gt_root, self.settings.pred_root, self.settings.limit)
         return self.files.pairing() if self.files is not None else {}

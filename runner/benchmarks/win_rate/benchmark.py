@@ -2,7 +2,8 @@
 
 No model under test is called; the judge panel compares the two answers to each question both files
 share. The pairing (inner join on the question) is reported: counts in `results.json` under
-`summary.pairs.<task>`, one log line, and every dropped row in `win_rate/dropped_<task>.csv`.
+`summary.pairs.<task>`, one log line, and every dropped row in `win_rate/dropped_<task>.csv` (written with
+the other CSVs and the chart by runner/reporters/win_rate.py).
 """
 
 from __future__ import annotations
@@ -51,11 +52,14 @@ class WinRateBenchmark(Benchmark):
     def __init__(self, name: str, model_a: Any = None, model_b: Any = None, orders: str = "one",
                  with_reference: bool = False, prompt: str = "judge_pairwise.j2", limit: int | None = None,
                  tasks: Sequence[str] | None = None, specs: Mapping[str, Any] | None = None,
-                 data_dir: str | None = None) -> None:
-        for key, value in (("specs", specs), ("data_dir", data_dir)):
-            if value:
-                raise ConfigError(f"benchmark.{key}: win_rate reads the files named in benchmark.model_a and "
-                                  "benchmark.model_b and pairs them itself; set those instead")
+                 data_dir: str | None = None, num_fewshot: int | None = None,
+                 reporters: Sequence[Mapping[str, Any]] = ()) -> None:
+        for key, value, unset in (("data_dir", data_dir, None), ("num_fewshot", num_fewshot, None),
+                                  ("specs", specs, {})):
+            if value is not None and value != unset:
+                raise ConfigError(f"benchmark.{key}={value}: win_rate reads the files named in benchmark.model_a "
+                                  f"and benchmark.model_b and pairs them itself, not {key}; leave {key} "
+                                  f"{'empty' if key == 'specs' else 'null'}")
         if orders not in ORDERS:
             hint = difflib.get_close_matches(str(orders), ORDERS, n=1)
             raise ConfigError(f"benchmark.orders: '{orders}' is not one of {', '.join(ORDERS)}"
@@ -82,7 +86,7 @@ class WinRateBenchmark(Benchmark):
         if (a or b) and not pairs:
             raise ConfigError("benchmark.model_a/model_b: no pair to compare; give at least one model in "
                               "each list, with different names")
-        super().__init__(name, specs=pairs, limit=limit, tasks=tasks)
+        super().__init__(name, specs=pairs, limit=limit, tasks=tasks, reporters=reporters)
         self._outputs: dict[str, Outputs] = {}
 
     def _read(self, file: str) -> Outputs:

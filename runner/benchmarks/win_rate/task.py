@@ -12,19 +12,19 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 from runner.benchmarks.base import Context, Task
-from runner.metrics.records import judge_names
 from runner.benchmarks.win_rate.data import Pairing, question_key
 from runner.benchmarks.win_rate.metrics import TIE, pairwise_metrics
 from runner.judges.panel import Panel, json_schema_format
 from runner.judges.parsers import parse_winner
-from runner.metrics.records import task_result
+from runner.metrics.records import judge_names, task_result
 from runner.models.litellm_model import Endpoint
 from runner.prompts import render
-from runner.types import Sample, SampleRecord, TaskResult
+from runner.types import Sample, SampleRecord, TaskResult, Usage
 
 ORDERS = ("one", "both")
 WINNER_FORMAT = json_schema_format(
@@ -48,6 +48,7 @@ class PairwiseTask(Task):
 
     needs_model = False
     needs_judges = True
+    seeded = True  # the order each judge sees is drawn from the seed
 
     def __init__(self, name: str, model_a: str, model_b: str, file_a: str, file_b: str, orders: str = "one",
                  with_reference: bool = False, prompt: str = "judge_pairwise.j2") -> None:
@@ -133,20 +134,6 @@ class PairwiseTask(Task):
         return task_result(records, lambda ok: pairwise_metrics(ok, judges, self.model_a, self.model_b),
                            zero=pairwise_metrics([], judges, self.model_a, self.model_b))
 
-    def finalize(self, records: Sequence[Mapping[str, Any]], result: TaskResult, run_dir: Path) -> None:
-        """Write EVE's results, summary and long-format metrics CSVs, the dropped rows and the chart."""
-        from runner.benchmarks.win_rate.outputs import write_outputs
-
-        write_outputs(self, records, result, run_dir)
-
-    def extras(self, records: Sequence[Mapping[str, Any]], result: TaskResult, run_dir: Path,
-               ) -> dict[str, Any]:
-        """What a tracker's `log_extra` takes for this task: the rationale table and the chart."""
-        from runner.benchmarks.win_rate.outputs import chart_path, results_table
-
-        return {"tables": {f"rationales/{self.name}": results_table(self, records)},
-                "images": {f"charts/{self.name}": chart_path(self, run_dir)}}
-
 
 def combine(judge: str, calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One judge's judgement from its calls: one call as it is; two calls win only when they agree.
@@ -176,11 +163,6 @@ def credit(verdict: str | None, model: str) -> float:
 
 
 def _sum_usage(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for part in parts:
-        for key, value in part.items():
-            if isinstance(value, bool):
-                out[key] = out.get(key, True) and value
-            elif isinstance(value, (int, float)):
-                out[key] = out.get(key, 0) + value
-    return out
+    """One judge's accounting over its calls (one per order), in the records' `usage.judges` shape."""
+    usages = [Usage(**{f.name: part[f.name] for f in fields(Usage) if f.name in part}) for part in parts]
+    return asdict(sum(usages[1:], start=usages[0])) if usages else {}

@@ -23,6 +23,7 @@ import os
 import re
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,8 @@ from mcp.server.stdio import stdio_server
 
 HERE = Path(__file__).resolve().parent
 DOMAINS = HERE / "domains"
-JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool}
+JSON_TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "integer": int, "number": (int, float),
+                                                   "boolean": bool}
 
 
 class ToolError(Exception):
@@ -66,8 +68,8 @@ def shape(rows: list[tuple[Any, ...]], columns: list[str], how: str) -> Any:
     if how == "column":
         return [r[0] for r in rows]
     if how == "row":
-        return dict(zip(columns, rows[0])) if rows else []
-    return [dict(zip(columns, r)) for r in rows]
+        return dict(zip(columns, rows[0], strict=True)) if rows else []
+    return [dict(zip(columns, r, strict=True)) for r in rows]
 
 
 class RestTools:
@@ -126,9 +128,10 @@ class DataHandles:
     why a replay must not share a session with another replay of the same dialogue.
     """
 
-    OPS = {"equal_to": lambda a, b: a == b, "not_equal_to": lambda a, b: a != b,
-           "greater_than": lambda a, b: a > b, "less_than": lambda a, b: a < b,
-           "contains": lambda a, b: str(b).lower() in str(a).lower()}
+    OPS: dict[str, Callable[[Any, Any], bool]] = {
+        "equal_to": lambda a, b: a == b, "not_equal_to": lambda a, b: a != b,
+        "greater_than": lambda a, b: a > b, "less_than": lambda a, b: a < b,
+        "contains": lambda a, b: str(b).lower() in str(a).lower()}
     AGGREGATES = ("count", "sum", "mean", "min", "max")
 
     def __init__(self, domain: str) -> None:
@@ -184,7 +187,7 @@ class DataHandles:
                 self.universe, self.tables, self.counters = uid, {}, {}
             cur = self.db.execute(universe["sql"])
             columns = [d[0] for d in cur.description]
-            rows = [dict(zip(columns, r)) for r in cur.fetchall()]
+            rows = [dict(zip(columns, r, strict=True)) for r in cur.fetchall()]
             handle = self._new_handle("retrieved_data", rows)
             details = [{"name": c, "dtype": type(rows[0][c]).__name__ if rows else "str",
                         "first_3_values": [r[c] for r in rows[:3]]} for c in columns]
@@ -214,7 +217,9 @@ class DataHandles:
             return {"result": len(values)}
         if not values:
             return {"result": []}
-        result = {"sum": sum, "min": min, "max": max, "mean": lambda v: sum(v) / len(v)}[operation](values)
+        aggregate: dict[str, Callable[[list[Any]], Any]] = {"sum": sum, "min": min, "max": max,
+                                                            "mean": lambda v: sum(v) / len(v)}
+        result = aggregate[operation](values)
         return {"result": round(result, 4) if isinstance(result, float) else result}
 
 

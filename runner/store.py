@@ -1,4 +1,5 @@
-"""The run directory on disk: `samples/<task>.jsonl` appended as samples finish, and `results.json`."""
+"""The run directory on disk: `samples/<task>.jsonl` appended as samples finish, and `results.json`; the
+pipeline is its only writer (tasks get earlier records through `Context.previous`)."""
 
 from __future__ import annotations
 

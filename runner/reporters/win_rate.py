@@ -1,4 +1,5 @@
-"""A comparison's files in `<run_dir>/win_rate/`, shaped like EVE's script's, plus the dropped rows and a chart.
+"""A win-rate comparison's files in `<run_dir>/win_rate/`, shaped like EVE's script's, plus the dropped rows
+and a chart, written from the records after aggregation; and the tracker's rationale tables and charts.
 
 - `results_<task>.csv`: one row per question: the question, reference, both answers, and per judge its
   decision (a model's name, `tie`, `invalid` or `error`), who was shown first, and the rationale.
@@ -15,14 +16,32 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner.metrics.records import judge_names
 from runner.benchmarks.win_rate.metrics import Tally, judgement_of, tally
-from runner.types import TaskResult
+from runner.benchmarks.win_rate.task import PairwiseTask
+from runner.metrics.records import judge_names
 
 if TYPE_CHECKING:
-    from runner.benchmarks.win_rate.task import PairwiseTask
+    from runner.benchmarks.base import Task
+    from runner.types import TaskResult
 
 SUBDIR = "win_rate"
+
+
+class WinRateReporter:
+    """Writes every comparison's CSVs and chart; returns the rationale tables and charts for the tracker."""
+
+    def report(self, tasks: Sequence[Task], records: Mapping[str, list[dict[str, Any]]],
+               results: Mapping[str, TaskResult], run_dir: Path) -> dict[str, Any] | None:
+        tables: dict[str, tuple[list[str], list[list[Any]]]] = {}
+        images: dict[str, Path] = {}
+        for task in tasks:
+            if not isinstance(task, PairwiseTask) or task.name not in results:
+                continue
+            mine = records.get(task.name, [])
+            write_outputs(task, mine, results[task.name], run_dir)
+            tables[f"rationales/{task.name}"] = results_table(task, mine)
+            images[f"charts/{task.name}"] = chart_path(task, run_dir)
+        return {"tables": tables, "images": images} if tables else None
 
 
 def chart_path(task: PairwiseTask, run_dir: Path) -> Path:

@@ -93,8 +93,8 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
         tracker.start(run_dir=run_dir, name=f"{built.benchmark.name}-{subject}", config=config,
                       group=group, tags=tags)
         tracking = True
-        task_results, records = asyncio.run(execute(built, planned, store, ctx,
-                                                    show_progress=bool(cfg.progress)))
+        task_results, records = asyncio.run(execute(built, planned, store, ctx, show_progress=bool(cfg.progress),
+                                                    n_boot=int(cfg.stats.n_boot)))
         summary = built.benchmark.summary(built.tasks, task_results)
         blocks = {name: r.to_dict() for name, r in task_results.items()}
         results: dict[str, Any] = {

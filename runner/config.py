@@ -62,6 +62,14 @@ class CacheConfig:
 
 
 @dataclass
+class StatsConfig:
+    """How intervals and judge statistics are computed."""
+
+    n_boot: int = 1000
+    """Bootstrap resamples (seeded with the run's `seed`)."""
+
+
+@dataclass
 class RunnerConfig:
     """The root config composed from conf/config.yaml."""
 
@@ -70,6 +78,7 @@ class RunnerConfig:
     judges: JudgesConfig = MISSING
     tracker: Any = MISSING
     cache: CacheConfig = field(default_factory=CacheConfig)
+    stats: StatsConfig = field(default_factory=StatsConfig)
     seed: int = 0
     progress: bool = True
     """Show rich progress bars (they turn off by themselves when stderr is not a terminal)."""

@@ -14,6 +14,7 @@ from runner.build import Built
 from runner.display import Display
 from runner.errors import CallError, ConfigError, RunnerError
 from runner.fingerprint import changed, describe_changes, fingerprint, names
+from runner.metrics.uncertainty import with_uncertainty
 from runner.redact import redact_text
 from runner.store import SampleStore, latest, record_key
 from runner.types import CURRENT_SAMPLE, Sample, SampleRecord, TaskResult
@@ -128,8 +129,8 @@ def _change_detail(stale: Sequence[dict[str, Any]], ctx: Context) -> dict[str, s
     return detail
 
 
-async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context, *, show_progress: bool = True
-                  ) -> tuple[dict[str, TaskResult], dict[str, list[dict[str, Any]]]]:
+async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context, *, show_progress: bool = True,
+                  n_boot: int = 1000) -> tuple[dict[str, TaskResult], dict[str, list[dict[str, Any]]]]:
     """Ask and score every planned sample, append each record as it finishes, and aggregate.
 
     Returns each task's results block and its records (as on disk).
@@ -155,7 +156,8 @@ async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context,
     records: dict[str, list[dict[str, Any]]] = {}
     for task in built.tasks:
         records[task.name] = _records_of(task, loaded[task.name], store)
-        results[task.name] = task.aggregate(records[task.name])
+        results[task.name] = with_uncertainty(task, records[task.name], task.aggregate(records[task.name]),
+                                              n_boot=n_boot, seed=ctx.seed)
     return results, records
 
 

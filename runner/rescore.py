@@ -15,13 +15,16 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from runner.benchmarks.base import Task
 from runner.config import instantiate, register
 from runner.errors import RunnerError
+from runner.metrics.uncertainty import with_uncertainty
 from runner.store import SampleStore, latest, write_json
 
 
-def rescore(run_dir: Path) -> dict[str, Any]:
-    """Per-task results blocks recomputed from the run's samples files."""
+def load_run(run_dir: Path) -> tuple[Any, list[Task], dict[str, list[dict[str, Any]]]]:
+    """A finished run dir read back: its config, its tasks (built from that config, as the run built them)
+    and each task's latest records (one per sample id, in id order); sends nothing."""
     register()
     saved, results = run_dir / ".hydra" / "config.yaml", run_dir / "results.json"
     if saved.exists():
@@ -32,11 +35,17 @@ def rescore(run_dir: Path) -> dict[str, Any]:
         raise RunnerError(f"neither {saved} nor {results} exists; RUN_DIR must be a runner run directory")
     benchmark = instantiate(cfg.benchmark, "benchmark")
     store = SampleStore(run_dir)
-    out: dict[str, Any] = {}
-    for task in benchmark.build_tasks():
-        if store.path(task.name).exists():
-            out[task.name] = task.aggregate(latest(store.load(task.name).values())).to_dict()
-    return out
+    tasks = [t for t in benchmark.build_tasks() if store.path(t.name).exists()]
+    return cfg, tasks, {t.name: latest(store.load(t.name).values()) for t in tasks}
+
+
+def rescore(run_dir: Path) -> dict[str, Any]:
+    """Per-task results blocks recomputed from the run's samples files (intervals and judge statistics
+    too, with the run's seed and stats.n_boot: the same numbers)."""
+    cfg, tasks, records = load_run(run_dir)
+    seed, n_boot = int(cfg.get("seed", 0)), int(OmegaConf.select(cfg, "stats.n_boot", default=1000))
+    return {t.name: with_uncertainty(t, records[t.name], t.aggregate(records[t.name]), n_boot=n_boot,
+                                     seed=seed).to_dict() for t in tasks}
 
 
 def main(argv: list[str] | None = None) -> int:

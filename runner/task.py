@@ -109,6 +109,9 @@ class Task(BaseTask):
     def fingerprint_parts(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> dict[str, Any]:
         return {**super().fingerprint_parts(sample, shots, ctx), "prompt": self.solver.messages(sample, shots)}
 
+    def sample_scores(self, record: Mapping[str, Any]) -> dict[str, float]:
+        return {k: v for a in self.aggregations for k, v in a.per_sample(record).items()}
+
     def rubric_texts(self) -> list[str]:
         return [s.rubric_text() for s in self.scorers.values() if hasattr(s, "rubric_text")]
 

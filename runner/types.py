@@ -152,7 +152,15 @@ class TaskResult:
     """Standard error of each metric that is a mean over samples (absent for P/R/F1 and the like)."""
     counts: dict[str, int] = field(default_factory=dict)
     """Task-specific counts that are not rates (kept out of `metrics`, whose values are rates)."""
+    ci: dict[str, list[float] | None] = field(default_factory=dict)
+    """A 95 % interval per metric (null where the metric is null): Wilson for a mean of 0/1 sample scores,
+    else a seeded bootstrap over the samples (runner/metrics/uncertainty.py)."""
+    judge_stats: dict[str, Any] | None = None
+    """Judge reliability on a task judged by two or more judges (kappas, intervals, invalid rates)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form with the contract's keys first."""
-        return asdict(self)
+        """JSON-ready form with the contract's keys first (`judge_stats` only where two or more judged)."""
+        out = asdict(self)
+        if out["judge_stats"] is None:
+            del out["judge_stats"]
+        return out

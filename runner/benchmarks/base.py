@@ -109,6 +109,12 @@ class Task:
         """At build time: load and check what the task reads from disk (templates), so a typo stops the
         run before any request. `folders` are where the benchmark's data lives (default: nothing)."""
 
+    def sample_scores(self, record: Mapping[str, Any]) -> dict[str, float]:
+        """A record's own value of each metric that is a mean over samples (for intervals and paired
+        comparisons); default: the record's numeric `scores`."""
+        scores = record.get("scores") or {}
+        return {k: float(v) for k, v in scores.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
     def rubric_texts(self) -> list[str]:
         """The text of every judge prompt template this task uses (a changed rubric changes verdicts)."""
         return []

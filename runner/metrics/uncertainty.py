@@ -1,0 +1,95 @@
+"""Every metric with its interval, every panel with its reliability: a task's results block completed.
+
+A metric that is the mean of the samples' own values (`Task.sample_scores`) gets Wilson's interval when
+those values are 0/1, else a bootstrap of the mean; any other metric (F1, corpus BLEU, win rates, ...) a
+bootstrap that recomputes it with the task's own aggregation on resampled samples. All bootstraps are
+seeded, so the same records give the same intervals (`runner.rescore` reproduces them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from runner.metrics.agreement import judge_stats
+from runner.metrics.intervals import bootstrap_means, bootstrap_statistic, is_binary, wilson
+from runner.metrics.records import judge_names
+from runner.types import TaskResult
+
+if TYPE_CHECKING:
+    from runner.benchmarks.base import Task
+
+Record = Mapping[str, Any]
+
+
+def _as_list(interval: tuple[float, float] | None) -> list[float] | None:
+    return None if interval is None else [float(interval[0]), float(interval[1])]
+
+
+def _mean_values(own: Sequence[Mapping[str, float]], metric: str, value: float) -> list[float] | None:
+    """The samples' own values of `metric` when it is exactly their mean, else None."""
+    values: list[float] = []
+    for scores in own:
+        v = scores.get(metric)
+        if v is None or not math.isfinite(v):
+            return None
+        values.append(v)
+    return values if values and math.isclose(sum(values) / len(values), value, abs_tol=1e-9) else None
+
+
+def intervals(task: Task, scored: Sequence[Record], metrics: Mapping[str, float | None], *, n_boot: int,
+              seed: int, clusters: Sequence[Hashable] | None = None) -> dict[str, list[float] | None]:
+    """A 95 % interval for every metric (None where the metric is None)."""
+    out: dict[str, list[float] | None] = {m: None for m in metrics}
+    means: dict[str, list[float]] = {}
+    others: list[str] = []
+    own = [task.sample_scores(record) for record in scored]
+    for metric, value in metrics.items():
+        if value is None or not scored:
+            continue
+        values = _mean_values(own, metric, float(value))
+        if values is None:
+            others.append(metric)
+        elif is_binary(values) and clusters is None:
+            out[metric] = _as_list(wilson(int(sum(values)), len(values)))
+        else:
+            means[metric] = values
+    if means:
+        matrix = np.array([means[m] for m in means], dtype=np.float64).T
+        for metric, interval in zip(means, bootstrap_means(matrix, clusters, n_boot, seed), strict=True):
+            out[metric] = _as_list(interval)
+    if others:
+        def statistic(indices: np.ndarray[Any, Any]) -> dict[str, float | None]:
+            result = task.aggregate([scored[int(i)] for i in indices]).metrics
+            return {m: result.get(m) for m in others}
+
+        for metric, interval in bootstrap_statistic(len(scored), statistic, clusters, n_boot, seed).items():
+            out[metric] = _as_list(interval)
+    return out
+
+
+def panel_stats(scored: Sequence[Record], *, n_boot: int, seed: int) -> dict[str, Any] | None:
+    """Kappas and invalid rates of a task judged by two or more judges (None otherwise)."""
+    names = judge_names(scored)
+    if len(names) < 2:
+        return None
+    verdicts: dict[str, list[Hashable | None]] = {n: [] for n in names}
+    for record in scored:
+        given = {j.get("judge"): j for j in record.get("judgements") or []}
+        for name in names:
+            j = given.get(name)
+            ok = j is not None and j.get("status") == "ok" and j.get("verdict") is not None
+            verdicts[name].append(str(j["verdict"]) if ok and j is not None else None)
+    return judge_stats(verdicts, n_boot=n_boot, seed=seed)
+
+
+def with_uncertainty(task: Task, records: Sequence[Record], result: TaskResult, *, n_boot: int,
+                     seed: int) -> TaskResult:
+    """`result` with `ci` for every metric and, where two or more judges graded, `judge_stats`."""
+    scored = [r for r in records if r.get("status") != "error"]
+    return replace(result, ci=intervals(task, scored, result.metrics, n_boot=n_boot, seed=seed),
+                   judge_stats=panel_stats(scored, n_boot=n_boot, seed=seed))

@@ -65,6 +65,7 @@ def test_a_task_with_nothing_judged_reports_null_not_zero(fake_llm, tmp_path, ca
     assert (task["n"], task["n_errors"], task["metrics"]) == (2, 2, {"accuracy": None})
     summary = results["summary"]
     assert (summary["accuracy"], summary["dimensions"]) == (None, {"Music Analysis": None})
+    assert summary["ci"] == {"accuracy": None, "dimensions": {"Music Analysis": None}}
     assert (summary["n_correct"], summary["n_judged"]) == (0, 0)
     assert summary["dimension_counts"] == {"Music Analysis": {"correct": 0, "n": 0}}
     out = capsys.readouterr().out

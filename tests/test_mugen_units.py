@@ -228,3 +228,13 @@ def test_dimensions_cover_only_the_tasks_present_and_leave_out_errors(mugen):
     summary = mugen[0].summary(mugen[1], results)
     assert summary["dimensions"] == pytest.approx({"Semantics & Pragmatics": 7 / 12, "Music Analysis": 3 / 5})
     assert summary["accuracy"] == pytest.approx((6 + 1 + 3) / (8 + 4 + 5))  # 10/17
+    # Each judged item is an independent 0/1 score: Wilson's interval of 10/17 and of each dimension.
+    from scipy.stats import binomtest
+
+    def wilson(k: int, n: int) -> list[float]:
+        ci = binomtest(k, n).proportion_ci(method="wilson")
+        return [ci.low, ci.high]
+
+    assert summary["ci"]["accuracy"] == pytest.approx(wilson(10, 17))
+    assert summary["ci"]["dimensions"] == pytest.approx({"Semantics & Pragmatics": wilson(7, 12),
+                                                         "Music Analysis": wilson(3, 5)})

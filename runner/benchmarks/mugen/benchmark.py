@@ -22,6 +22,7 @@ from runner.benchmarks.mugen.predictions import TaskPredictions, check_record, s
 from runner.benchmarks.mugen.scores import tally
 from runner.benchmarks.mugen.task import MugenTask
 from runner.errors import ConfigError, DataError
+from runner.metrics.intervals import wilson
 from runner.sources import BAD_ROW, MissingSplit, local_task_file, open_dataset, read_jsonl
 from runner.store import record_key
 from runner.types import Sample, TaskResult
@@ -211,5 +212,13 @@ class MugenBenchmark(Benchmark):
             "dimension_counts": {d: {"correct": counts.correct[d], "n": counts.judged[d]}
                                  for d in counts.dimensions},
             "problems": list(self.problems),
+            # Each judged item is one independent 0/1 score: Wilson intervals for the micro averages.
+            "ci": {"accuracy": _wilson(counts.n_correct, counts.n_judged),
+                   "dimensions": {d: _wilson(counts.correct[d], counts.judged[d]) for d in counts.dimensions}},
         })
         return out
+
+
+def _wilson(correct: int, n: int) -> list[float] | None:
+    interval = wilson(correct, n)
+    return None if interval is None else [interval[0], interval[1]]

@@ -119,9 +119,13 @@ def main() -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from runner.config import register
+    from runner.config import register, schema_key_problem
 
     register()
+    for arg in sys.argv[1:]:
+        problem = schema_key_problem(arg)
+        if problem:
+            _fail(f"config: {problem}", 2)
     app = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")(_job)
     # Make Hydra raise instead of printing its multi-line report, so we can print one line.
     os.environ["HYDRA_FULL_ERROR"] = "1"

@@ -4,6 +4,8 @@ turns anything wrong into a ConfigError naming the key."""
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -149,3 +151,30 @@ def instantiate(spec: Any, where: str, **kwargs: Any) -> Any:
         if isinstance(cause, ConfigError):
             raise cause from None
         raise ConfigError(f"{where}: cannot build {target}: {type(cause).__name__}: {text}") from None
+
+
+def _fields(node: Any) -> list[str]:
+    return [f.name for f in dataclasses.fields(node)] if dataclasses.is_dataclass(node) else []
+
+
+# The typed parts of the schema: a `+key` under them would add a key the runner never reads.
+_TYPED: dict[str, Any] = {"": RunnerConfig, "model": ModelConfig, "cache": CacheConfig, "stats": StatsConfig}
+
+
+def schema_key_problem(override: str) -> str | None:
+    """Why a `+key=value` override (Hydra's "add a key") must be refused: under the runner's typed config
+    every key already exists, so `+model.concurency=3` is a typo, not a new setting."""
+    if not override.startswith("+") or override.startswith("++") or "=" not in override:
+        return None
+    key = override[1:].partition("=")[0]
+    parent, _, leaf = key.rpartition(".")
+    node = _TYPED.get(parent)
+    if node is None or "." in leaf:
+        return None
+    known = _fields(node)
+    if leaf in known:
+        return f"'{override}': {key} exists already; set it without the '+' ({key}=...)"
+    hint = difflib.get_close_matches(leaf, known, n=1)
+    return (f"'{override}': {key} is not a key of the runner's config, and '+' cannot add one"
+            + (f" (did you mean {(parent + '.') if parent else ''}{hint[0]}?)" if hint else "")
+            + f"; the keys{' of ' + parent if parent else ''} are: {', '.join(known)}")

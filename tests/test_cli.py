@@ -71,6 +71,8 @@ def test_secrets_never_reach_the_run_dir_or_wandb(fake_llm, tmp_path):
     (["benchmark.data_dir=/nonexistent/dir"], "benchmark.data_dir"),
     (["benchmark.tasks=[mcqa_single]"], "did you mean 'mcqa_single_answer'"),
     (["model.concurency=3"], "concurency"),
+    (["+model.concurency=3"], "'+' cannot add one (did you mean model.concurrency?)"),
+    (["+seed=3"], "seed exists already; set it without the '+'"),
     (["benchmark=nosuchbenchmark"], "nosuchbenchmark"),
 ])
 def test_bad_input_gives_one_clear_line_and_nonzero_exit(tmp_path, extra, expected):

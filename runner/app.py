@@ -14,6 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from runner.audit import audit_run, read_labels
 from runner.benchmarks.base import Context
 from runner.build import build
 from runner.display import Display
@@ -78,6 +79,8 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
     summary: dict[str, Any] = {}
     try:
         built.check_keys()
+        if cfg.audit.labels:  # a bad labels file is found now, not after every request
+            read_labels(cfg.audit.labels, models=_pair_models(built))
         store = SampleStore(run_dir)
         ctx = Context(model=built.model, panel=built.panel, seed=int(cfg.seed), run_dir=run_dir)
         planned = plan(built, store, ctx, resume=str(cfg.resume))
@@ -113,6 +116,8 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
         write_json(run_dir / "results.json", results)
         for task in built.tasks:
             tracker.log_task(task.name, records[task.name], blocks[task.name])
+        if cfg.audit.labels:
+            audit_run(records, cfg.audit.labels, run_dir, n_boot=int(cfg.stats.n_boot), seed=int(cfg.seed))
         for reporter in built.benchmark.reporters:
             extras = reporter.report(built.tasks, records, task_results, run_dir)
             if extras:
@@ -144,6 +149,11 @@ def incomplete(results: dict[str, Any], fail_on_error: float) -> str | None:
         return (f"{errors} of {total} sample(s) ended as errors (error_ids in results.json; allowed share "
                 f"fail_on_error={fail_on_error:g})")
     return None
+
+
+def _pair_models(built: Any) -> list[str]:
+    """The model names a pairwise task's labels may use instead of A and B."""
+    return [str(m) for t in built.tasks for m in (getattr(t, "model_a", None), getattr(t, "model_b", None)) if m]
 
 
 def _totals(usage: dict[str, Any]) -> dict[str, Any]:

@@ -72,6 +72,14 @@ class StatsConfig:
 
 
 @dataclass
+class AuditConfig:
+    """Compare the judges with human labels at the end of the run (audit.json and audit.md)."""
+
+    labels: str | None = None
+    """A JSONL or CSV file of `id`, `task`, `label` rows (runner/audit.py)."""
+
+
+@dataclass
 class RunnerConfig:
     """The root config composed from conf/config.yaml."""
 
@@ -81,6 +89,7 @@ class RunnerConfig:
     tracker: Any = MISSING
     cache: CacheConfig = field(default_factory=CacheConfig)
     stats: StatsConfig = field(default_factory=StatsConfig)
+    audit: AuditConfig = field(default_factory=AuditConfig)
     seed: int = 0
     progress: bool = True
     """Show rich progress bars (they turn off by themselves when stderr is not a terminal)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import subprocess
 import sys
@@ -117,7 +118,9 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
         for task in built.tasks:
             tracker.log_task(task.name, records[task.name], blocks[task.name])
         if cfg.audit.labels:
-            audit_run(records, cfg.audit.labels, run_dir, n_boot=int(cfg.stats.n_boot), seed=int(cfg.seed))
+            written, _ = audit_run(records, cfg.audit.labels, run_dir, n_boot=int(cfg.stats.n_boot),
+                                   seed=int(cfg.seed))
+            tracker.log_extra(tables=_audit_tables(json.loads(written.read_text(encoding="utf-8"))))
         for reporter in built.benchmark.reporters:
             extras = reporter.report(built.tasks, records, task_results, run_dir)
             if extras:
@@ -149,6 +152,22 @@ def incomplete(results: dict[str, Any], fail_on_error: float) -> str | None:
         return (f"{errors} of {total} sample(s) ended as errors (error_ids in results.json; allowed share "
                 f"fail_on_error={fail_on_error:g})")
     return None
+
+
+def _audit_tables(result: dict[str, Any]) -> dict[str, tuple[list[str], list[list[Any]]]]:
+    """The audit as two tracker tables: each rater's figures, and every disagreement."""
+    summary: list[list[Any]] = []
+    disagreements: list[list[Any]] = []
+    for task, block in result["tasks"].items():
+        for rater, stats in [*block["judges"].items(), ("panel", block["panel"])]:
+            low, high = stats["cohen_kappa_ci"] or [None, None]
+            summary.append([task, rater, stats["n"], stats["agreement"], stats["cohen_kappa"], low, high,
+                            stats["n_invalid"]])
+            disagreements += [[task, rater, d["id"], d["label"], d["verdict"], d["explanation"]]
+                              for d in stats["disagreements"]]
+    return {"audit/summary": (["task", "rater", "n", "agreement", "cohen_kappa", "ci_low", "ci_high",
+                               "n_invalid"], summary),
+            "audit/disagreements": (["task", "rater", "id", "label", "verdict", "explanation"], disagreements)}
 
 
 def _pair_models(built: Any) -> list[str]:

@@ -145,6 +145,30 @@ def judge_agreement_bars(rows: list[dict[str, Any]], path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def forest_plot(rows: list[dict[str, Any]], path: Path, few: int = 10) -> Path | None:
+    """Sweep report: each paired difference (model_a - model_b) as a dot with its 95 % interval, one line per
+    task and pair, against the dashed line of no difference. `rows` are pairs.csv rows; a pair of fewer than
+    `few` samples is drawn grey. None when no row has a difference."""
+    drawn = [r for r in rows if r.get("diff") is not None][::-1]  # first row on top
+    if not drawn:
+        return None
+    fig = _figure(8, 1.2 + 0.4 * len(drawn))
+    ax = fig.subplots()
+    for y, r in enumerate(drawn):
+        low, high = r.get("ci_low"), r.get("ci_high")
+        diff = float(r["diff"])
+        xerr = [[diff - low], [high - diff]] if low is not None and high is not None else None
+        color = COLOR_TIE if int(r.get("n") or 0) < few else COLOR_A
+        ax.errorbar([diff], [y], xerr=xerr, fmt="o", color=color, capsize=3, markersize=4)
+    ax.axvline(0.0, color="black", linestyle="--", linewidth=1)
+    ax.set_yticks(range(len(drawn)), [f"{r['task']} ({r['metric']})\n{r['model_a']} − {r['model_b']}, n={r['n']}"
+                                      for r in drawn], fontsize=7)
+    ax.set_ylim(-0.7, len(drawn) - 0.3)
+    ax.set_xlabel(f"difference model_a − model_b (95 % interval; grey: fewer than {few} paired samples)")
+    ax.set_title("paired differences per task", fontsize=10)
+    return _save(fig, path)
+
+
 def _num(value: Any) -> float:
     """A chart value: a null metric (no scored sample) becomes NaN, which draws nothing."""
     return math.nan if value is None or value == "" else float(value)

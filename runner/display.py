@@ -82,7 +82,8 @@ class Display:
         self.console.print(text, markup=False, highlight=False)
 
     def table(self, results: Mapping[str, Any]) -> None:
-        """The final metrics table, one row per task and metric."""
+        """The final metrics table, one row per task and metric (value and 95 % interval), plus the panel's
+        Fleiss kappa on tasks judged by two or more judges."""
         from rich.console import Console
         from rich.table import Table
 
@@ -92,19 +93,24 @@ class Display:
         if results.get("judges"):
             title += " · judges " + ", ".join(results["judges"])
         table = Table(title=title, title_justify="left")
-        for col, justify in (("task", "left"), ("metric", "left"), ("value", "right"), ("n", "right"),
-                             ("invalid", "right"), ("errors", "right")):
+        for col, justify in (("task", "left"), ("metric", "left"), ("value", "right"), ("95% CI", "right"),
+                             ("n", "right"), ("invalid", "right"), ("errors", "right")):
             table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
         for task, block in results.get("tasks", {}).items():
             first = True
+            intervals = block.get("ci") or {}
             for metric, value in block.get("metrics", {}).items():
-                table.add_row(task if first else "", metric, _fmt(value),
+                table.add_row(task if first else "", metric, _fmt(value), _interval(intervals.get(metric)),
                               *(str(block.get(k, "")) if first else "" for k in ("n", "n_invalid", "n_errors")))
                 first = False
+            stats = block.get("judge_stats")
+            if isinstance(stats, Mapping) and "fleiss_kappa" in stats:  # the panel's reliability
+                table.add_row(task if first else "", "fleiss_kappa", _fmt(stats.get("fleiss_kappa")),
+                              _interval(stats.get("fleiss_kappa_ci")), str(stats.get("n", "")), "", "")
             table.add_section()
         out = Console(file=sys.stdout)
         if not out.is_terminal:  # a log file or pipe: never cut metric names to 80 columns
-            out = Console(file=sys.stdout, width=160)
+            out = Console(file=sys.stdout, width=200)
         out.print(table)
 
 
@@ -112,3 +118,10 @@ def _fmt(value: Any) -> str:
     if value is None:
         return "—"  # no scored sample: no number
     return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _interval(interval: Any) -> str:
+    """`[lo, hi]` with 3 decimals; — when there is none (a null metric, or a run without intervals)."""
+    if not isinstance(interval, (list, tuple)) or len(interval) != 2 or None in interval:
+        return "—"
+    return f"[{float(interval[0]):.3f}, {float(interval[1]):.3f}]"

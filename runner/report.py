@@ -1,7 +1,9 @@
-"""One comparison across runs: `report/comparison.csv` and `.md` (+ charts) for a sweep or any folder.
+"""One comparison across runs: `report/comparison.csv` and `.md`, `report/pairs.csv` and `.md` (+ charts)
+for a sweep or any folder.
 
 `python -m runner.report DIR` reads every `results.json` below DIR; a -m sweep writes the report
-into its sweep dir when it ends (a Hydra callback, conf/config.yaml `hydra.callbacks`).
+into its sweep dir when it ends (a Hydra callback, conf/config.yaml `hydra.callbacks`). The paired
+comparisons are runner/pairs.py.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
+from runner.pairs import PAIR_COLUMNS, Job, job_label, pair_rows
+from runner.pairs import markdown as pairs_markdown
+
 log = logging.getLogger("runner.report")
 
 COLUMNS = ["model", "benchmark", "task", "metric", "value", "stderr", "ci_low", "ci_high", "n"]
-Z95 = 1.959964
 
 
 def find_results(root: Path) -> list[Path]:
@@ -28,19 +32,23 @@ def find_results(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("results.json") if "report" not in p.relative_to(root).parts[:-1])
 
 
-def rows_of(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per task metric; a metric with a standard error gets a 95 % normal interval in [0, 1]."""
+def rows_of(results: dict[str, Any], model: str | None = None) -> list[dict[str, Any]]:
+    """One row per task metric, its 95 % interval taken from the task's `ci` in results.json (none when the
+    run has none for it); `model` names the job when results.json has no model (judge-only benchmarks)."""
     rows = []
-    for task, block in results.get("tasks", {}).items():
+    for task, block in (results.get("tasks") or {}).items():
+        if not isinstance(block, dict):
+            continue
         errs = block.get("stderr") or {}
-        for metric, value in block.get("metrics", {}).items():
-            row: dict[str, Any] = {"model": results.get("model"), "benchmark": results.get("benchmark"),
-                                   "task": task, "metric": metric, "value": value, "stderr": None,
-                                   "ci_low": None, "ci_high": None, "n": block.get("n")}
-            if metric in errs and isinstance(value, (int, float)):
-                se = float(errs[metric])
-                row.update(stderr=se, ci_low=max(0.0, value - Z95 * se), ci_high=min(1.0, value + Z95 * se))
-            rows.append(row)
+        intervals = block.get("ci") or {}
+        for metric, value in (block.get("metrics") or {}).items():
+            interval = intervals.get(metric)
+            low, high = interval if isinstance(interval, (list, tuple)) and len(interval) == 2 else (None, None)
+            se = errs.get(metric)
+            rows.append({"model": results.get("model") or model, "benchmark": results.get("benchmark"),
+                         "task": task, "metric": metric, "value": value,
+                         "stderr": float(se) if isinstance(se, (int, float)) else None,
+                         "ci_low": low, "ci_high": high, "n": block.get("n")})
     return rows
 
 
@@ -77,12 +85,13 @@ def markdown(rows: list[dict[str, Any]], costs: list[dict[str, Any]], failed: li
             cell = by_model.get(m)
             if cell is None:
                 cells.append("")
-            elif cell["ci_low"] is not None:
+            elif cell["ci_low"] is not None and isinstance(cell["value"], (int, float)):
                 cells.append(f"{cell['value']:.3f} [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]")
             else:
                 cells.append(_fmt(cell["value"]))
         lines.append(f"| {bench} | {task} | {metric} | " + " | ".join(cells) + " |")
-    lines += ["", "Intervals: 95 % normal approximation from the per-sample standard error.", "",
+    lines += ["", "Intervals: 95 %, from each task's `ci` in results.json (Wilson for a proportion of 0/1 sample "
+              "scores, else a seeded bootstrap). Paired differences between models: pairs.md.", "",
               "## Cost", "", "| model | benchmark | model cost ($) | judge cost ($) | prompt tokens | "
               "completion tokens | cache hits | duration (s) |", "|---|---|---|---|---|---|---|---|"]
     for c in costs:
@@ -100,24 +109,60 @@ def failed_jobs(root: Path) -> list[str]:
             for p in sorted(root.rglob("error.txt"))]
 
 
-def write_report(root: Path) -> dict[str, Any]:
-    """Write `root/report/comparison.{csv,md}` and charts; return what was written."""
-    root = Path(root)
-    all_results = [json.loads(p.read_text(encoding="utf-8")) for p in find_results(root)]
-    rows = [row for res in all_results for row in rows_of(res)]
-    costs = [cost_of(res) for res in all_results]
-    out_dir = root / "report"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / "comparison.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+def read_jobs(root: Path) -> list[Job]:
+    """Every run below `root` with a readable results.json (an unreadable one is logged and left out)."""
+    jobs = []
+    for path in find_results(root):
+        try:
+            results = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            log.warning("report: %s left out: %s", path, exc)
+            continue
+        if isinstance(results, dict):
+            jobs.append(Job(run_dir=path.parent, label=job_label(root, path, results), results=results))
+    return jobs
+
+
+def _write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
+
+
+def write_report(root: Path) -> dict[str, Any]:
+    """Write `root/report/comparison.{csv,md}`, `pairs.{csv,md}` and charts; return what was written."""
+    root = Path(root)
+    jobs = read_jobs(root)
+    rows = [row for job in jobs for row in rows_of(job.results, job.label)]
+    costs = [{**cost_of(job.results), "model": job.label} for job in jobs]
+    out_dir = root / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_csv(out_dir / "comparison.csv", COLUMNS, rows)
     failed = failed_jobs(root)
     (out_dir / "comparison.md").write_text(markdown(rows, costs, failed), encoding="utf-8")
     charts = _charts(rows, out_dir)
-    log.info("comparison of %d run(s) written to %s", len(all_results), out_dir)
+    try:
+        pairs, notes = pair_rows(jobs)
+    except Exception as exc:  # noqa: BLE001 - the comparison tables are written; a pairing bug must not hide them
+        log.warning("report: paired comparisons failed: %s", exc)
+        pairs, notes = [], [f"paired comparisons failed: {type(exc).__name__}: {exc}"]
+    _write_csv(out_dir / "pairs.csv", PAIR_COLUMNS, pairs)
+    forest = _pairs_chart(pairs, out_dir)
+    if forest is not None:
+        charts["pairs"] = forest
+    (out_dir / "pairs.md").write_text(pairs_markdown(pairs, notes, forest), encoding="utf-8")
+    log.info("comparison of %d run(s) written to %s", len(jobs), out_dir)
     return {"dir": out_dir, "rows": rows, "costs": costs, "failed": failed, "charts": charts,
-            "runs": len(all_results)}
+            "pairs": pairs, "pair_notes": notes, "runs": len(jobs)}
+
+
+def _pairs_chart(pairs: list[dict[str, Any]], out_dir: Path) -> Path | None:
+    try:
+        from runner.charts import forest_plot
+    except ImportError:  # the charts module is optional for the tables
+        return None
+    return forest_plot(pairs, out_dir / "pairs.png")
 
 
 def _charts(rows: list[dict[str, Any]], out_dir: Path) -> dict[str, Path]:
@@ -171,7 +216,8 @@ def _track(config: Any, report: dict[str, Any], group: str) -> None:
     try:
         tracker.start(run_dir=report["dir"], name=f"{group}-report", config={}, group=group, tags=["report"])
         rows = [[r[c] for c in COLUMNS] for r in report["rows"]]
-        tracker.log_extra(tables={"comparison": (COLUMNS, rows)},
+        pairs = [[r[c] for c in PAIR_COLUMNS] for r in report["pairs"]]
+        tracker.log_extra(tables={"comparison": (COLUMNS, rows), "pairs": (PAIR_COLUMNS, pairs)},
                           images={f"charts/{k}": v for k, v in report["charts"].items()})
         failed = False
     finally:

@@ -137,8 +137,13 @@ class Task(BaseTask):
 
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
         scored = [r for r in records if r.get("status") != "error"]
-        keys = [k for a in self.aggregations for k in a.keys(scored)]
+        # The headline first: "the first metric the task reports" is what a sweep's pairs compare.
+        keys = sorted((k for a in self.aggregations for k in a.keys(scored)), key=lambda k: k != self.headline)
+
+        def metrics(ok: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+            values = {k: v for a in self.aggregations for k, v in a.compute(ok).items()}
+            return {k: values[k] for k in sorted(values, key=lambda k: k != self.headline)}
+
         return task_result(
-            records, lambda ok: {k: v for a in self.aggregations for k, v in a.compute(ok).items()},
-            zero=dict.fromkeys(keys, 0.0),
+            records, metrics, zero=dict.fromkeys(keys, 0.0),
             per_sample=lambda r: {k: v for a in self.aggregations for k, v in a.per_sample(r).items()})

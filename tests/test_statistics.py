@@ -452,3 +452,11 @@ def test_paired_difference_empty_and_invalid() -> None:
     assert row == {"n": 0, "diff": None, "ci_low": None, "ci_high": None, "p_value": None, "test": "paired_bootstrap"}
     with pytest.raises(ValueError):
         paired_difference([1.0], [1.0, 0.0], n_boot=100, seed=0)
+
+
+def test_judge_stats_when_no_judge_gave_a_valid_verdict_are_null():
+    from runner.metrics.agreement import judge_stats
+
+    stats = judge_stats({"b": [None, None], "a": [None, None]}, n_boot=50, seed=0)
+    assert stats == {"n": 0, "fleiss_kappa": None, "fleiss_kappa_ci": None, "cohen_kappa": {"a|b": None},
+                     "cohen_kappa_ci": {"a|b": None}, "invalid_rate": {"a": 1.0, "b": 1.0}}

@@ -12,6 +12,7 @@ from conftest import EVE_SAMPLE, JUDGE_CORRECT, JUDGE_INCORRECT
 from test_cli import SECRET, cli
 from test_wandb_tracker import read_offline_run
 
+from runner.metrics.paired import paired_difference
 from runner.report import sweep_group
 
 
@@ -71,12 +72,37 @@ def check_sweep(sweep_dir: Path) -> dict[str, dict[str, Any]]:
     assert len(report) == 2 * (1 + 5)
     acc = next(r for r in report if r["model"] == "m1" and r["metric"] == "accuracy")
     assert float(acc["ci_low"]) <= float(acc["value"]) <= float(acc["ci_high"])
+    for row in report:  # the intervals are the runs' own (results.json `ci`), stderr kept beside them
+        block = results[row["model"]]["tasks"][row["task"]]
+        assert [float(row["ci_low"]), float(row["ci_high"])] == pytest.approx(block["ci"][row["metric"]])
+        assert float(row["stderr"]) == pytest.approx(block["stderr"][row["metric"]])
+    check_pairs(sweep_dir, single)
     md = (sweep_dir / "report" / "comparison.md").read_text()
     assert "| m1 | m2 |" in md.splitlines()[2].replace(" ", " ") or "m1 | m2" in md
     assert "## Cost" in md
     for chart in ("tasks.png", "judge_agreement.png"):
         assert (sweep_dir / "report" / chart).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     return results
+
+
+def check_pairs(sweep_dir: Path, single: list[dict[str, Any]]) -> None:
+    """m1 (always B) against m2 (always A) on the 4 MCQ samples; on open_ended j1 passes both: no difference."""
+    with open(sweep_dir / "report" / "pairs.csv", newline="") as fh:
+        pairs = {r["task"]: r for r in csv.DictReader(fh)}
+    assert set(pairs) == {"mcqa_single_answer", "open_ended"}
+    mcq = pairs["mcqa_single_answer"]
+    m1, m2 = ([float(r["Answer"] == letter) for r in single] for letter in "BA")
+    expected = paired_difference(m1, m2, n_boot=1000, seed=0)
+    assert (mcq["metric"], mcq["model_a"], mcq["model_b"], mcq["test"], int(mcq["n"])) == \
+        ("accuracy", "m1", "m2", "mcnemar_exact", 4)
+    for key in ("diff", "ci_low", "ci_high", "p_value"):
+        assert float(mcq[key]) == pytest.approx(expected[key]), key
+    judged = pairs["open_ended"]  # the first metric open_ended reports: its headline, the panel vote
+    assert (judged["metric"], float(judged["diff"]), float(judged["p_value"])) == ("judge_voting", 0.0, 1.0)
+    md = (sweep_dir / "report" / "pairs.md").read_text()
+    assert "| mcqa_single_answer | accuracy | m1 | m2 | 4 (too few) |" in md
+    assert "`open_ended` m1 vs m2: n = 4 paired samples (< 10) is too few to say anything" in md
+    assert (sweep_dir / "report" / "pairs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def _rows(task: str) -> list[dict[str, Any]]:
@@ -90,6 +116,7 @@ def test_basic_sweep_runs_each_model_in_its_own_dir_with_one_report_and_grouped_
                           f"model.api_key={SECRET}"), env={"WANDB_MODE": "offline"}, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = check_sweep(sweep_dir)
+    check_table(proc.stdout, results)
     assert [p for p in sweep_dir.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()] == []
     assert sorted(p.name for p in sweep_dir.iterdir() if (p / "results.json").exists()) == \
         ["0_m1", "1_m2"]
@@ -99,10 +126,30 @@ def test_basic_sweep_runs_each_model_in_its_own_dir_with_one_report_and_grouped_
         run = read_offline_run(sync)
         assert run["run"].run_group == sweep_group(str(sweep_dir))
         assert f"model:{model}" in list(run["run"].tags)
-        assert run["summary"]["mcqa_single_answer/accuracy"] == \
-            res["tasks"]["mcqa_single_answer"]["metrics"]["accuracy"]
+        summary = run["summary"]
+        assert summary["mcqa_single_answer/accuracy"] == res["tasks"]["mcqa_single_answer"]["metrics"]["accuracy"]
+        low, high = res["tasks"]["mcqa_single_answer"]["ci"]["accuracy"]
+        assert (summary["mcqa_single_answer/accuracy_ci_low"], summary["mcqa_single_answer/accuracy_ci_high"]) == \
+            pytest.approx((low, high))
+        stats = res["tasks"]["open_ended"]["judge_stats"]
+        assert summary["open_ended/fleiss_kappa"] == pytest.approx(stats["fleiss_kappa"])
+        assert [summary["open_ended/fleiss_kappa_ci_low"], summary["open_ended/fleiss_kappa_ci_high"]] == \
+            pytest.approx(stats["fleiss_kappa_ci"])
+        assert {j: summary[f"open_ended/judge_invalid_rate/{j}"] for j in ("j1", "j2")} == {"j1": 0.0, "j2": 0.0}
     (report_run,) = (sweep_dir / "report").glob("wandb/offline-run-*")
-    assert "comparison" in read_offline_run(report_run)["tables"]
+    assert {"comparison", "pairs"} <= set(read_offline_run(report_run)["tables"])
+
+
+def check_table(stdout: str, results: dict[str, dict[str, Any]]) -> None:
+    """Each job's final table: a 95% CI column beside value, and the panel's Fleiss kappa row."""
+    assert stdout.count("95% CI") == 2
+    for res in results.values():
+        low, high = res["tasks"]["mcqa_single_answer"]["ci"]["accuracy"]
+        assert f"[{low:.3f}, {high:.3f}]" in stdout
+    kappa = next(line for line in stdout.splitlines() if "fleiss_kappa" in line)
+    stats = results["m1"]["tasks"]["open_ended"]["judge_stats"]
+    low, high = stats["fleiss_kappa_ci"]
+    assert f"{stats['fleiss_kappa']:.4f}" in kappa and f"[{low:.3f}, {high:.3f}]" in kappa
 
 
 def test_joblib_sweep_runs_jobs_in_parallel_processes(fake_llm, tmp_path):
@@ -151,13 +198,36 @@ def test_report_command_reads_any_folder_of_runs(tmp_path):
     run.mkdir(parents=True)
     (run / "results.json").write_text(json.dumps({
         "benchmark": "eve", "model": "x", "judges": [], "usage": {"x": {"role": "model", "cost": 0.25}},
-        "tasks": {"mcqa_single_answer": {"n": 4, "metrics": {"accuracy": 0.75}, "stderr": {"accuracy": 0.25}}}}))
+        "tasks": {"mcqa_single_answer": {"n": 4, "metrics": {"accuracy": 0.75, "f1": None},
+                                         "stderr": {"accuracy": 0.25}, "ci": {"accuracy": [0.3, 0.95], "f1": None}}}}))
     from runner.report import main
 
     assert main([str(tmp_path / "runs")]) == 0
     with open(tmp_path / "runs" / "report" / "comparison.csv", newline="") as handle:
-        (row,) = list(csv.DictReader(handle))
-    # 0.75 ± 1.96 * 0.25 = [0.26, 1.24] -> clipped to [0.26, 1.0]
-    assert float(row["ci_low"]) == pytest.approx(0.75 - 1.959964 * 0.25)
-    assert float(row["ci_high"]) == 1.0
-    assert "| x | eve | 0.2500 |" in (tmp_path / "runs" / "report" / "comparison.md").read_text()
+        acc, f1 = list(csv.DictReader(handle))
+    # the run's own interval, not a normal approximation from the standard error (kept beside it)
+    assert (float(acc["ci_low"]), float(acc["ci_high"]), float(acc["stderr"])) == (0.3, 0.95, 0.25)
+    assert (f1["value"], f1["ci_low"], f1["ci_high"]) == ("", "", "")
+    md = (tmp_path / "runs" / "report" / "comparison.md").read_text()
+    assert "| x | eve | 0.2500 |" in md and "0.750 [0.300, 0.950]" in md
+    assert (tmp_path / "runs" / "report" / "pairs.csv").read_text().startswith("task,metric,model_a,model_b,n,")
+    assert "No task has two or more models" in (tmp_path / "runs" / "report" / "pairs.md").read_text()
+
+
+def test_final_table_has_a_ci_column_a_dash_for_no_interval_and_the_panels_kappa(capsys):
+    from runner.display import Display
+
+    Display(enabled=False).table({"benchmark": "eve", "model": "x", "tasks": {
+        "open_ended": {"n": 5, "n_invalid": 0, "n_errors": 0,
+                       "metrics": {"llm_as_judge_avg": 0.6, "judge_voting": None},
+                       "ci": {"llm_as_judge_avg": [0.23072, 0.88238], "judge_voting": None},
+                       "judge_stats": {"n": 5, "fleiss_kappa": 0.4, "fleiss_kappa_ci": [-0.1, 0.9]}},
+        "old_run": {"n": 2, "metrics": {"accuracy": 0.5}}}})  # a results.json written before intervals
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if "metric" in line)
+    assert header.index("value") < header.index("95% CI") < header.index(" n ")
+    row = next(line for line in lines if "llm_as_judge_avg" in line)
+    assert "0.6000" in row and "[0.231, 0.882]" in row
+    assert "—" in next(line for line in lines if "judge_voting" in line).split("judge_voting")[1]
+    assert "[-0.100, 0.900]" in next(line for line in lines if "fleiss_kappa" in line)
+    assert "—" in next(line for line in lines if "accuracy" in line)

@@ -150,7 +150,11 @@ def _records() -> list[dict[str, Any]]:
 
 
 RESULT = {"n": 3, "n_invalid": 1, "invalid_ids": ["q2"], "n_errors": 1, "error_ids": [3],
-          "metrics": {"llm_as_judge_avg": 0.5, "accuracy": 0.3333}}
+          "metrics": {"llm_as_judge_avg": 0.5, "accuracy": 0.3333, "f1": None},
+          "ci": {"llm_as_judge_avg": [0.0, 1.0], "accuracy": [0.0615, 0.7923], "f1": None},
+          "judge_stats": {"n": 1, "fleiss_kappa": 0.25, "fleiss_kappa_ci": [-0.5, 0.75],
+                          "cohen_kappa": {"claude|gpt": 0.25}, "cohen_kappa_ci": {"claude|gpt": [-0.5, 0.75]},
+                          "invalid_rate": {"gpt": 0.0, "claude": 0.5}}}
 
 
 def _write_results(run_dir: Path, records: list[dict[str, Any]]) -> None:
@@ -197,6 +201,15 @@ def test_offline_run_records_config_metrics_table_and_artifact(
     summary = got["summary"]
     assert summary["open_ended/llm_as_judge_avg"] == 0.5
     assert summary["open_ended/accuracy"] == 0.3333
+    # each metric's 95 % interval beside it (none for a null metric), and the panel's reliability
+    assert (summary["open_ended/accuracy_ci_low"], summary["open_ended/accuracy_ci_high"]) == (0.0615, 0.7923)
+    assert (summary["open_ended/llm_as_judge_avg_ci_low"], summary["open_ended/llm_as_judge_avg_ci_high"]) == \
+        (0.0, 1.0)
+    assert not [k for k in summary if k.startswith("open_ended/f1")]
+    assert (summary["open_ended/fleiss_kappa"], summary["open_ended/fleiss_kappa_ci_low"],
+            summary["open_ended/fleiss_kappa_ci_high"]) == (0.25, -0.5, 0.75)
+    assert (summary["open_ended/judge_invalid_rate/gpt"], summary["open_ended/judge_invalid_rate/claude"]) == \
+        (0.0, 0.5)
     assert (summary["open_ended/n"], summary["open_ended/n_invalid"],
             summary["open_ended/n_errors"]) == (3, 1, 1)
     assert summary["cost/total"] == 0.0123 and summary["n_samples"] == 3
@@ -207,6 +220,7 @@ def test_offline_run_records_config_metrics_table_and_artifact(
     # one run.log call for the task: metrics, counts and the table in the same history step
     (step,) = [h for h in got["history"] if "open_ended/llm_as_judge_avg" in h]
     assert step["open_ended/n"] == 3 and step["samples/open_ended/_type"] == "table-file"
+    assert step["open_ended/accuracy_ci_low"] == 0.0615 and step["open_ended/fleiss_kappa"] == 0.25
 
     table = got["tables"]["samples/open_ended"]
     assert table["columns"] == ["id", "prompt", "reference", "response", "answer", "status",

@@ -143,6 +143,11 @@ def judge_stats(
     if any(len(verdicts[j]) != n_items for j in judges):
         raise ValueError("every judge needs a verdict (or None) for every item")
     codes, n_categories = _codes([verdicts[j] for j in judges])
+    if n_categories == 0:  # no judge gave a valid verdict: every kappa is undefined
+        names = [pair_name(a, b) for a, b in combinations(judges, 2)]
+        return {"n": 0, "fleiss_kappa": None, "fleiss_kappa_ci": None, "cohen_kappa": dict.fromkeys(names),
+                "cohen_kappa_ci": dict.fromkeys(names),
+                "invalid_rate": {j: (1.0 if n_items else None) for j in judges}}
     valid = codes >= 0
     all_valid: BoolArray = np.logical_and.reduce(valid, axis=1)
 

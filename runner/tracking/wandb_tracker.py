@@ -107,6 +107,37 @@ def flatten_scalars(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _bounds(name: str, interval: Any) -> dict[str, float]:
+    """{name_ci_low: lo, name_ci_high: hi} for a [lo, hi] interval; nothing for a null one."""
+    if isinstance(interval, (list, tuple)) and len(interval) == 2 and all(_number(x) for x in interval):
+        return {f"{name}_ci_low": float(interval[0]), f"{name}_ci_high": float(interval[1])}
+    return {}
+
+
+def task_values(task: str, result: dict[str, Any]) -> dict[str, Any]:
+    """A task's numbers for W&B: each metric and its 95 % interval (`<task>/<metric>_ci_low`, `_ci_high`),
+    and, on a task judged by two or more judges, `<task>/fleiss_kappa` (+ interval) and
+    `<task>/judge_invalid_rate/<judge>`."""
+    values: dict[str, Any] = {}
+    intervals = result.get("ci") or {}
+    for metric, value in (result.get("metrics") or {}).items():
+        if _number(value):
+            values[f"{task}/{metric}"] = value
+            values.update(_bounds(f"{task}/{metric}", intervals.get(metric)))
+    stats = result.get("judge_stats") or {}
+    if _number(stats.get("fleiss_kappa")):
+        values[f"{task}/fleiss_kappa"] = stats["fleiss_kappa"]
+        values.update(_bounds(f"{task}/fleiss_kappa", stats.get("fleiss_kappa_ci")))
+    for judge, rate in (stats.get("invalid_rate") or {}).items():
+        if _number(rate):
+            values[f"{task}/judge_invalid_rate/{judge}"] = rate
+    return values
+
+
 class WandbTracker:
     """`tracker=wandb`: one W&B run per evaluation run, offline unless the user is logged in."""
 
@@ -154,15 +185,14 @@ class WandbTracker:
             log.info("W&B run: %s", self._run.url)
 
     def log_task(self, task: str, records: list[dict[str, Any]], result: dict[str, Any]) -> None:
-        """Log a task's metrics and counts under "<task>/..." and its first samples as a table."""
+        """Log a task's metrics (with their intervals), judge statistics and counts under "<task>/..." and
+        its first samples as a table."""
         if self._run is None:
             return
         try:
             import wandb
 
-            values: dict[str, Any] = {
-                f"{task}/{k}": v for k, v in (result.get("metrics") or {}).items()
-                if isinstance(v, (int, float))}
+            values = task_values(task, result)
             for count in ("n", "n_invalid", "n_errors"):
                 if isinstance(result.get(count), int):
                     values[f"{task}/{count}"] = result[count]

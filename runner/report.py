@@ -40,8 +40,13 @@ def rows_of(results: dict[str, Any], model: str | None = None) -> list[dict[str,
         if not isinstance(block, dict):
             continue
         errs = block.get("stderr") or {}
-        intervals = block.get("ci") or {}
-        for metric, value in (block.get("metrics") or {}).items():
+        intervals = dict(block.get("ci") or {})
+        metrics = dict(block.get("metrics") or {})
+        stats = block.get("judge_stats")
+        if isinstance(stats, dict) and "fleiss_kappa" in stats:  # the panel's reliability beside its scores
+            metrics["fleiss_kappa"] = stats["fleiss_kappa"]
+            intervals["fleiss_kappa"] = stats.get("fleiss_kappa_ci")
+        for metric, value in metrics.items():
             interval = intervals.get(metric)
             low, high = interval if isinstance(interval, (list, tuple)) and len(interval) == 2 else (None, None)
             se = errs.get(metric)

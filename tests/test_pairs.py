@@ -56,6 +56,13 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+def own_interval(block: dict, metric: str) -> list[float] | None:
+    """A metric's interval in results.json; the panel's Fleiss' kappa has its own in judge_stats."""
+    if metric == "fleiss_kappa":
+        return block["judge_stats"]["fleiss_kappa_ci"]
+    return block["ci"][metric]
+
+
 def _num(cell: str) -> float | None:
     return None if cell == "" else float(cell)
 
@@ -106,7 +113,7 @@ def test_pairs_of_a_sweep_equal_paired_difference_on_the_hand_picked_scores(fake
     # comparison.csv's intervals are the runs' own `ci`
     results = {json.loads(p.read_text())["model"]: json.loads(p.read_text()) for p in sweep.glob("*/results.json")}
     for row in read_csv(report / "comparison.csv"):
-        interval = results[row["model"]]["tasks"][row["task"]]["ci"][row["metric"]]
+        interval = own_interval(results[row["model"]]["tasks"][row["task"]], row["metric"])
         assert [_num(row["ci_low"]), _num(row["ci_high"])] == pytest.approx(interval)
 
 
@@ -156,7 +163,7 @@ def test_report_on_vakra_and_win_rate_runs_notes_what_it_cannot_pair_and_never_c
     for row in comparison:  # every interval is the run's own
         res = json.loads((runs / row["model"] / "results.json").read_text())
         assert res["model"] is None
-        interval = res["tasks"][row["task"]]["ci"][row["metric"]]
+        interval = own_interval(res["tasks"][row["task"]], row["metric"])
         assert [_num(row["ci_low"]), _num(row["ci_high"])] == (interval or [None, None])
 
     # VAKRA's headline is a mean over paired dialogues with no per-sample value of its own: skipped, said so;

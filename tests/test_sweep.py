@@ -65,6 +65,12 @@ def check_sweep(sweep_dir: Path) -> dict[str, dict[str, Any]]:
     with open(sweep_dir / "report" / "comparison.csv", newline="") as fh:
         report = list(csv.DictReader(fh))
     assert list(report[0])[:5] == ["model", "benchmark", "task", "metric", "value"]
+    kappa = [r for r in report if r["metric"] == "fleiss_kappa"]  # the panel's reliability, a row of its own
+    assert [(r["model"], r["task"]) for r in kappa] == [("m1", "open_ended"), ("m2", "open_ended")]
+    for row in kappa:
+        stats = results[row["model"]]["tasks"]["open_ended"]["judge_stats"]
+        assert (row["value"] or None) == (None if stats["fleiss_kappa"] is None else str(stats["fleiss_kappa"]))
+    report = [r for r in report if r["metric"] != "fleiss_kappa"]
     for row in report:
         expected = results[row["model"]]["tasks"][row["task"]]["metrics"][row["metric"]]
         assert float(row["value"]) == pytest.approx(expected)

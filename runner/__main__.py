@@ -79,10 +79,14 @@ def _job(cfg: Any) -> None:
 
     try:
         from runner.app import incomplete, run
-        from runner.errors import IncompleteRun
+        from runner.errors import BudgetReached, IncompleteRun
         from runner.report import sweep_group
 
         results = run(cfg, run_dir, group=sweep_group(hc.sweep.dir) if multirun else None, accepted=accepted)
+        if results.get("stopped") == "budget":
+            raise BudgetReached(f"budget.max_usd={cfg.budget.max_usd:g} reached: no new request was sent; the "
+                                f"results of what was scored are in {run_dir / 'results.json'}; re-run with a "
+                                f"higher budget.max_usd (or none) and hydra.run.dir={run_dir} to go on")
         reason = incomplete(results, float(cfg.fail_on_error))
         if reason:
             raise IncompleteRun(f"{reason}; results are in {run_dir / 'results.json'}; re-run with "

@@ -14,6 +14,7 @@ from runner.benchmarks.base import Benchmark, Task
 from runner.config import allow_code, instantiate, plain
 from runner.errors import ConfigError, EndpointError
 from runner.judges.panel import Panel
+from runner.models.budget import Budget
 from runner.models.cache import ResponseCache, default_cache_dir
 from runner.models.litellm_model import Endpoint, endpoint_from_config
 from runner.models.local_server import LocalServer
@@ -33,6 +34,8 @@ class Built:
     cache: ResponseCache | None
     stack: ExitStack = field(default_factory=ExitStack)
     servers: list[tuple[LocalServer, list[Endpoint]]] = field(default_factory=list)
+    budget: Budget | None = None
+    """The run's spending limit, checked by every endpoint before each request."""
     """Embedded servers to start once the run is accepted, with the endpoints they serve."""
 
     def endpoints(self) -> list[Endpoint]:
@@ -102,8 +105,12 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
     if model_entry is not None and model is not None:
         by_entry[id(model_entry)] = model
     tracker = instantiate(cfg.tracker, "tracker")
+    endpoints = ([model] if model else []) + judges
+    budget = Budget(cfg.budget.max_usd, spent=lambda: sum(e.stats.cost_usd for e in endpoints))
+    for endpoint in endpoints:
+        endpoint.budget = budget
     return Built(benchmark=benchmark, tasks=tasks, model=model, panel=Panel(judges), tracker=tracker,
-                 cache=cache, servers=[(server, [by_entry[id(e)] for e in entries])
+                 cache=cache, budget=budget, servers=[(server, [by_entry[id(e)] for e in entries])
                                        for server, entries in servers.values()])
 
 

@@ -39,3 +39,9 @@ class IncompleteRun(RunnerError):
     """Results were written, but samples ended as errors beyond `fail_on_error` or a task has none scored."""
 
     exit_code = 1
+
+
+class BudgetReached(RunnerError):
+    """The run stopped at `budget.max_usd`; results of what was scored are written; a re-run resumes."""
+
+    exit_code = 4

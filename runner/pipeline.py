@@ -15,6 +15,7 @@ from runner.display import Display
 from runner.errors import CallError, ConfigError, RunnerError
 from runner.fingerprint import changed, describe_changes, fingerprint, names
 from runner.metrics.uncertainty import with_uncertainty
+from runner.models.budget import BudgetStop
 from runner.redact import redact_text
 from runner.store import SampleStore, latest, record_key
 from runner.types import CURRENT_SAMPLE, Sample, SampleRecord, TaskResult
@@ -51,7 +52,7 @@ async def _evaluate(job: _Job, ctx: Context) -> dict[str, Any]:
     try:
         done = await job.task.evaluate(job.sample, job.loaded.shots, ctx)
         return {**done.to_dict(), "fingerprint": job.fingerprint}
-    except (RunnerError, asyncio.CancelledError):
+    except (RunnerError, asyncio.CancelledError, BudgetStop):
         raise
     except CallError as exc:
         error = f"call failed after {exc.attempts} attempt(s): {exc}"
@@ -185,7 +186,12 @@ async def _run_jobs(jobs: Sequence[_Job], ctx: Context, store: SampleStore, disp
                 job = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            record = await _evaluate(job, ctx)
+            try:
+                record = await _evaluate(job, ctx)
+            except BudgetStop:  # this sample stays unasked (asked on resume); no new one starts
+                while not queue.empty():
+                    queue.get_nowait()
+                return
             store.append(record)
             display.advance(job.task.name, error=record["status"] == "error")
 
@@ -206,11 +212,12 @@ def _records_of(task: Task, data: Loaded, store: SampleStore) -> list[dict[str, 
 
 
 def usage_summary(built: Built) -> dict[str, Any]:
-    """Token, cost and retry accounting per endpoint, with the served model ids."""
+    """Token, cost and retry accounting per endpoint (runner/accounting.py: `cost_usd` and `saved_usd` are
+    null when a price is unknown), with the served model ids."""
     out: dict[str, Any] = {}
     for role, endpoint in ([("model", built.model)] if built.model else []) + \
             [("judge", j) for j in built.panel.judges]:
-        out[endpoint.name] = {"role": role, "model": endpoint.model, **endpoint.stats.to_dict(),
+        out[endpoint.name] = {"role": role, "model": endpoint.model, **endpoint.usage(),
                               "served_models": sorted(endpoint.served_models)}
     return out
 

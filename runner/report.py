@@ -63,10 +63,12 @@ def cost_of(results: dict[str, Any]) -> dict[str, Any]:
            "judge_cost": 0.0, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0,
            "duration_s": (results.get("run") or {}).get("duration_s")}
     for usage in (results.get("usage") or {}).values():
-        out["model_cost" if usage.get("role") == "model" else "judge_cost"] += usage.get("cost", 0.0)
+        side = "model_cost" if usage.get("role") == "model" else "judge_cost"
+        cost = usage.get("cost_usd", usage.get("cost", 0.0))  # null: a price that is not known
+        out[side] = None if cost is None or out[side] is None else out[side] + cost
         out["prompt_tokens"] += usage.get("prompt_tokens", 0)
         out["completion_tokens"] += usage.get("completion_tokens", 0)
-        out["cache_hits"] += usage.get("cache_hits", 0)
+        out["cache_hits"] += usage.get("cached_requests", usage.get("cache_hits", 0))
     return out
 
 
@@ -100,7 +102,8 @@ def markdown(rows: list[dict[str, Any]], costs: list[dict[str, Any]], failed: li
               "## Cost", "", "| model | benchmark | model cost ($) | judge cost ($) | prompt tokens | "
               "completion tokens | cache hits | duration (s) |", "|---|---|---|---|---|---|---|---|"]
     for c in costs:
-        lines.append(f"| {c['model']} | {c['benchmark']} | {c['model_cost']:.4f} | {c['judge_cost']:.4f} | "
+        lines.append(f"| {c['model']} | {c['benchmark']} | {_fmt(c['model_cost']) or 'unknown'} | "
+                     f"{_fmt(c['judge_cost']) or 'unknown'} | "
                      f"{c['prompt_tokens']} | {c['completion_tokens']} | {c['cache_hits']} | "
                      f"{_fmt(c['duration_s'])} |")
     if failed:

@@ -1,8 +1,9 @@
 """The one async call layer for the model under test and the judges; the only module importing litellm.
 
 Every call goes through `Endpoint.complete`: a concurrency limit per entry, bounded retries with
-exponential backoff and jitter that honour Retry-After, a per-attempt timeout, the on-disk response
-cache (errors are never stored), and token/cost accounting (cache hits cost 0).
+exponential backoff and jitter that honour Retry-After, a per-attempt timeout, the run's budget, the
+on-disk response cache (errors are never stored), and accounting (runner/accounting.py): a reply costs
+litellm's cost of it, or the entry's `pricing`; an unknown price is None, never 0; cache hits cost 0.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.accounting import Stats, parse_pricing, priced, response_cost
 from runner.errors import CallError, EndpointError
+from runner.models.budget import Budget
 from runner.models.cache import ResponseCache, request_key
 from runner.models.failures import REFUSED, classify, http_status, retry_after, unreachable
 from runner.redact import redact_text
@@ -140,24 +143,6 @@ _KEY_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_AUTH_TOKEN", "_ACCESS_KEY_ID", "_SE
 
 
 @dataclass
-class Stats:
-    """Accounting for one endpoint over a run."""
-
-    requests: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    retries: int = 0
-    failures: int = 0
-    successes: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return dict(self.__dict__)
-
-
-@dataclass
 class Endpoint:
     """One litellm model entry (the model under test or one judge) with its own limits and stats."""
 
@@ -177,10 +162,18 @@ class Endpoint:
     origin: str | None = None
     """What serves this entry when its address changes from run to run (the embedded model): used in
     place of api_base in the cache key and the records' fingerprints."""
+    pricing: dict[str, float] | None = None
+    """`{input_per_mtok: X, output_per_mtok: Y}` (USD per million tokens): overrides litellm's prices."""
+    budget: Budget | None = None
+    """The run's spending limit, checked before every request sent (cache hits are free)."""
     stats: Stats = field(default_factory=Stats)
     served_models: set[str] = field(default_factory=set)
     _sem: asyncio.Semaphore | None = field(default=None, repr=False)
     _prices: tuple[float, float] | None = field(default=None, repr=False)
+    _known: bool | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._prices = parse_pricing(self.pricing, self.name)
 
     def describe(self, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Who answers and how, for the records' fingerprints: name, model, address and params."""
@@ -217,26 +210,29 @@ class Endpoint:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                self.stats.cache_hits += 1
+                pt, ct = int(hit.get("prompt_tokens") or 0), int(hit.get("completion_tokens") or 0)
+                # The entry's prices, else litellm's cost stored with the reply (else valued in usage()).
+                saved = priced(self._prices, pt, ct) if self._prices is not None else hit.get("cost_usd")
+                self.stats.cached(pt, ct, None if saved is None else float(saved))
                 self.served_models.add(hit["model"])
                 return ModelOutput(text=hit["text"], model=hit["model"],
                                    finish_reason=hit.get("finish_reason"),
-                                   usage=Usage(prompt_tokens=hit.get("prompt_tokens", 0),
-                                               completion_tokens=hit.get("completion_tokens", 0),
-                                               cost=0.0, cached=True))
+                                   usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=0.0, cached=True))
         async with self._semaphore():
-            out = await self._call_with_retries(req)
+            out, litellm_cost = await self._call_with_retries(req)
         if self.cache is not None:
             self.cache.put(key, {"text": out.text, "model": out.model, "finish_reason": out.finish_reason,
                                  "prompt_tokens": out.usage.prompt_tokens,
-                                 "completion_tokens": out.usage.completion_tokens})
+                                 "completion_tokens": out.usage.completion_tokens, "cost_usd": litellm_cost})
         return out
 
-    async def _call_with_retries(self, req: dict[str, Any]) -> ModelOutput:
+    async def _call_with_retries(self, req: dict[str, Any]) -> tuple[ModelOutput, float | None]:
         litellm = await _litellm_ready()
         attempts = 1 + max(0, int(self.max_retries))
         last: BaseException | None = None
         for attempt in range(attempts):
+            if self.budget is not None:
+                self.budget.check()  # raises BudgetStop: this request is not sent
             self.stats.requests += 1
             try:
                 resp = await asyncio.wait_for(
@@ -244,9 +240,9 @@ class Endpoint:
                                         num_retries=0, max_retries=0),
                     timeout=self.timeout + 5,  # a guard in case the client ignores its own timeout
                 )
-                out = self._output(resp)
+                out, litellm_cost = self._output(resp)
                 self.stats.successes += 1
-                return out
+                return out, litellm_cost
             except (asyncio.CancelledError, KeyboardInterrupt):
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
@@ -316,31 +312,69 @@ class Endpoint:
             return None
         return " or ".join(keys)
 
-    def _output(self, resp: Any) -> ModelOutput:
+    def _output(self, resp: Any) -> tuple[ModelOutput, float | None]:
+        """The reply, and litellm's cost of it (None: unknown) for the cache; accounted in the stats."""
         choice = resp.choices[0]
         text = getattr(choice.message, "content", None) or ""
         usage = getattr(resp, "usage", None)
         pt = int(getattr(usage, "prompt_tokens", 0) or 0)
         ct = int(getattr(usage, "completion_tokens", 0) or 0)
-        cost = self._cost(pt, ct)
-        self.stats.prompt_tokens += pt
-        self.stats.completion_tokens += ct
-        self.stats.cost += cost
+        litellm_cost = response_cost(resp, self.model, _litellm.completion_cost)
+        cost = priced(self._prices, pt, ct) if self._prices is not None else litellm_cost
+        self.stats.reply(pt, ct, cost)
         served = str(getattr(resp, "model", None) or self.model)
         self.served_models.add(served)
+        # A record's usage holds a number (0 for an unknown price); results.json's usage says null.
         return ModelOutput(text=text, model=served, finish_reason=getattr(choice, "finish_reason", None),
-                           usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost))
+                           usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost or 0.0)), litellm_cost
 
-    def _cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        # Price lookups are slow in litellm; resolve the per-token prices once per endpoint.
-        if self._prices is None:
-            try:
-                p_in, _ = _litellm.cost_per_token(model=self.model, prompt_tokens=1_000_000)
-                _, p_out = _litellm.cost_per_token(model=self.model, completion_tokens=1_000_000)
-                self._prices = (p_in / 1e6, p_out / 1e6)
-            except Exception:  # noqa: BLE001 - unknown models (local servers) have no price
-                self._prices = (0.0, 0.0)
-        return prompt_tokens * self._prices[0] + completion_tokens * self._prices[1]
+    def price(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """What a call with these token counts costs at the entry's prices, else litellm's (None: unknown);
+        decided without a request (for plans, and cache hits stored without their cost)."""
+        if self._prices is not None:
+            return priced(self._prices, prompt_tokens, completion_tokens)
+        litellm = _import_litellm()
+        try:
+            p_in, p_out = litellm.cost_per_token(model=self.model, prompt_tokens=prompt_tokens,
+                                                 completion_tokens=completion_tokens)
+            return float(p_in) + float(p_out)
+        except Exception:  # noqa: BLE001 - litellm has no price for this model (e.g. a local server)
+            return None
+
+    def price_known(self) -> bool:
+        """Whether this entry's calls have a price (`pricing` is set, or litellm knows the model); no request."""
+        if self._known is None:
+            self._known = self._prices is not None or prices(self.model) is not None
+        return self._known
+
+    def usage(self) -> dict[str, Any]:
+        """The results.json counts of this endpoint (runner/accounting.py `Stats.to_dict`)."""
+        self.stats.settle(self.price)
+        return self.stats.to_dict()
+
+
+def prices(model: str) -> tuple[float, float] | None:
+    """litellm's USD per input and per output token for `model` (its base prices); None when it has none."""
+    try:
+        p_in, p_out = _import_litellm().cost_per_token(model=model, prompt_tokens=1_000_000,
+                                                       completion_tokens=1_000_000)
+        return float(p_in) / 1e6, float(p_out) / 1e6
+    except Exception:  # noqa: BLE001 - litellm has no price for this model (e.g. a local server)
+        return None
+
+
+def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:
+    """The input tokens of `messages` by litellm's tokenizer for `model`, sending nothing; audio parts
+    count 0 (litellm would count their base64 as text), images litellm's default size."""
+    def text_of(m: dict[str, Any]) -> dict[str, Any]:
+        parts = m.get("content")
+        if not isinstance(parts, list):
+            return m
+        return {**m, "content": [p for p in parts if not (isinstance(p, dict) and p.get("type") == "input_audio")]}
+    try:
+        return int(_import_litellm().token_counter(model=model, messages=[text_of(m) for m in messages]))
+    except Exception:  # noqa: BLE001 - content it cannot tokenize: about 4 characters a token
+        return sum(len(str(m.get("content") or "")) for m in messages) // 4 + 1
 
 
 def endpoint_from_config(cfg: dict[str, Any], cache: ResponseCache | None) -> Endpoint:
@@ -350,4 +384,5 @@ def endpoint_from_config(cfg: dict[str, Any], cache: ResponseCache | None) -> En
                     api_key=cfg.get("api_key") or None, concurrency=int(cfg.get("concurrency", 16)),
                     params=dict(cfg.get("params") or {}), timeout=float(cfg.get("timeout", 120.0)),
                     max_retries=int(cfg.get("max_retries", 5)), cache=cache,
-                    backoff_base=float(cfg.get("backoff", 1.0)), origin=cfg.get("origin"))
+                    backoff_base=float(cfg.get("backoff", 1.0)), origin=cfg.get("origin"),
+                    pricing=cfg.get("pricing"))

@@ -1,0 +1,47 @@
+"""budget.max_usd: once the run has spent it, no new request is sent, results of what was scored are
+written with "stopped": "budget", the exit status is 4, and a re-run resumes to the unbudgeted numbers."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import EVE_SAMPLE, cli, fake_model_overrides, one_line_error, read_jsonl
+from fake_llm import FakeLLM
+
+# Every reply is one word and costs $1: output at a million dollars per million tokens, input free.
+PRICED = "model.pricing={input_per_mtok:0,output_per_mtok:1000000}"
+
+
+def args(url: str, run_dir, *extra: str) -> list[str]:
+    return fake_model_overrides(url, concurrency=1) + [
+        "benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}", "benchmark.tasks=[mcqa_single_answer]",
+        "tracker=none", "cache.enabled=false", f"hydra.run.dir={run_dir}", PRICED, *extra]
+
+
+def test_a_budget_stops_new_requests_and_a_rerun_resumes_to_the_same_numbers(tmp_path):
+    with FakeLLM(default="B") as srv:
+        proc = cli(args(srv.base_url, tmp_path / "run", "budget.max_usd=3"), timeout=120)
+        assert proc.returncode == 4, proc.stderr
+        assert "budget.max_usd=3 reached" in one_line_error(proc) and "to go on" in proc.stderr
+        # One request in flight at a time: three replies ($3) are paid, then nothing more is sent.
+        assert srv.count == 3
+        results = json.loads((tmp_path / "run" / "results.json").read_text())
+        assert results["stopped"] == "budget" and results["tasks"]["mcqa_single_answer"]["n"] == 3
+        assert len(read_jsonl(tmp_path / "run" / "samples" / "mcqa_single_answer.jsonl")) == 3
+
+        proc = cli(args(srv.base_url, tmp_path / "run"), timeout=120)  # no budget: the rest is asked
+        assert proc.returncode == 0, proc.stderr
+        resumed = json.loads((tmp_path / "run" / "results.json").read_text())
+        proc = cli(args(srv.base_url, tmp_path / "whole"), timeout=120)
+        whole = json.loads((tmp_path / "whole" / "results.json").read_text())
+    assert "stopped" not in resumed
+    assert resumed["tasks"]["mcqa_single_answer"]["metrics"] == whole["tasks"]["mcqa_single_answer"]["metrics"]
+    assert resumed["tasks"]["mcqa_single_answer"]["n"] == whole["tasks"]["mcqa_single_answer"]["n"] == 13
+
+
+def test_a_budget_with_an_unknown_price_stops_before_the_first_request(fake_llm, tmp_path):
+    unpriced = [a for a in args(fake_llm.base_url, tmp_path / "run", "budget.max_usd=1") if a != PRICED]
+    proc = cli(unpriced, timeout=60)
+    assert proc.returncode == 2
+    assert "fake-model has no known price" in one_line_error(proc) and "pricing" in proc.stderr
+    assert fake_llm.count == 0

@@ -1,0 +1,203 @@
+"""Honest prices and accounting (issue 13, points 1 and 4): a reply costs litellm's price of it or the entry's
+own `pricing`; an unknown price is null, never 0; cache hits cost nothing and are counted apart."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EVE_SAMPLE, JUDGE_CORRECT, run_in_process
+from fake_llm import FakeLLM
+
+from runner.accounting import closing_line, format_usd, parse_pricing, totals
+from runner.errors import ConfigError
+from runner.models.cache import ResponseCache, request_key
+from runner.models.litellm_model import Endpoint, _import_litellm, endpoint_from_config
+
+# Prices per million tokens; $1 and $3 a token keep every sum an exact integer.
+MODEL_PRICES = (1_000_000, 3_000_000)
+JUDGE_PRICES = (0.15, 0.6)
+
+
+def judged_reply(body: dict[str, Any]) -> str:
+    """The model answers in a few words; the judge says correct."""
+    return JUDGE_CORRECT if body["model"] == "judge1" else "An answer about Earth Observation."
+
+
+def words(text: str) -> int:
+    """How the fake server counts tokens."""
+    return max(1, len(text.split()))
+
+
+def billed(srv: FakeLLM, model: str) -> tuple[int, int]:
+    """(prompt, completion) tokens the fake server billed to `model`: the words of all messages, the
+    words of the reply."""
+    prompt = completion = 0
+    for body in srv.requests:
+        if body["model"] == model:
+            prompt += words("\n".join(str(m["content"]) for m in body["messages"]))
+            completion += words(srv.reply_for(body))
+    return prompt, completion
+
+
+def pricing(prices: tuple[float, float] | None) -> str:
+    return "" if prices is None else f",pricing:{{input_per_mtok:{prices[0]},output_per_mtok:{prices[1]}}}"
+
+
+def overrides(url: str, run_dir: Path, cache: Path | None, *, model: str = "openai/fake-model",
+              model_prices: tuple[float, float] | None = MODEL_PRICES,
+              judge_prices: tuple[float, float] | None = JUDGE_PRICES, task: str = "open_ended") -> list[str]:
+    judge = (f"{{name:judge1,model:openai/judge1,api_base:'{url}',api_key:test-key,concurrency:4,"
+             f"max_retries:1,timeout:5{pricing(judge_prices)}}}")
+    return [
+        "model=openai-compatible", "model.name=fake-model", f"model.model={model}", f"model.api_base={url}",
+        "model.api_key=test-key", "model.concurrency=4", "model.timeout=5", "model.max_retries=1",
+        *([f"model.pricing={{input_per_mtok:{model_prices[0]},output_per_mtok:{model_prices[1]}}}"]
+          if model_prices else []),
+        f"judges.panel=[{judge}]", "benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}",
+        f"benchmark.tasks=[{task}]", "benchmark.limit=4", "tracker=none", "progress=false",
+        f"hydra.run.dir={run_dir}", f"cache.dir={cache}" if cache else "cache.enabled=false",
+    ]
+
+
+def test_entry_pricing_makes_the_cost_exact_and_cache_hits_cost_nothing(tmp_path):
+    with FakeLLM(default=judged_reply) as srv:
+        first = run_in_process(overrides(srv.base_url, tmp_path / "a", tmp_path / "cache"), tmp_path / "a")
+        model_tokens, judge_tokens = billed(srv, "fake-model"), billed(srv, "judge1")
+        sent = srv.count
+        second = run_in_process(overrides(srv.base_url, tmp_path / "b", tmp_path / "cache"), tmp_path / "b")
+        assert srv.count == sent, "the second run is served by the cache"
+
+    model, judge = first["usage"]["fake-model"], first["usage"]["judge1"]
+    assert (model["requests"], model["cached_requests"], judge["requests"]) == (4, 0, 4)
+    assert (model["prompt_tokens"], model["completion_tokens"]) == model_tokens
+    assert (judge["prompt_tokens"], judge["completion_tokens"]) == judge_tokens
+    # cost = prompt_tokens * X / 1e6 + completion_tokens * Y / 1e6, exactly
+    assert model["cost_usd"] == model_tokens[0] * 1 + model_tokens[1] * 3
+    assert judge["cost_usd"] == pytest.approx(judge_tokens[0] * 0.15e-6 + judge_tokens[1] * 0.6e-6, rel=1e-12)
+    assert model["cost"] == model["cost_usd"] and model["cache_hits"] == 0
+    assert (model["saved_usd"], model["cached_prompt_tokens"], model["cached_completion_tokens"]) == (0.0, 0, 0)
+    assert first["totals"]["cost_usd"] == pytest.approx(model["cost_usd"] + judge["cost_usd"], rel=1e-12)
+    assert first["totals"]["requests"] == 8 and first["totals"]["prompt_tokens"] == model_tokens[0] + judge_tokens[0]
+    on_disk = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert on_disk["usage"]["fake-model"]["cost_usd"] == model["cost_usd"]
+
+    # The cached re-run sends nothing and spends nothing; it counts the cached tokens and what they saved.
+    again = second["usage"]["fake-model"]
+    assert (again["requests"], again["cached_requests"], again["cache_hits"]) == (0, 4, 4)
+    assert (again["prompt_tokens"], again["completion_tokens"], again["cost_usd"], again["cost"]) == (0, 0, 0.0, 0.0)
+    assert (again["cached_prompt_tokens"], again["cached_completion_tokens"]) == model_tokens
+    assert again["saved_usd"] == model["cost_usd"]
+    assert second["usage"]["judge1"]["saved_usd"] == pytest.approx(judge["cost_usd"], rel=1e-12)
+    assert second["totals"]["cost_usd"] == 0.0 and second["totals"]["cached_requests"] == 8
+    records = [json.loads(line) for line in (tmp_path / "b" / "samples" / "open_ended.jsonl").read_text().splitlines()]
+    assert all(r["usage"]["model"]["cached"] and r["usage"]["model"]["cost"] == 0.0 for r in records)
+    assert "8 requests (8 cached)" in closing_line(second) and "$0.00" in closing_line(second)
+
+
+def test_an_unknown_price_is_null_end_to_end(tmp_path):
+    with FakeLLM(default=judged_reply) as srv:
+        args = overrides(srv.base_url, tmp_path / "a", tmp_path / "cache", model_prices=None)
+        run_in_process(args, tmp_path / "a")
+        second = run_in_process(overrides(srv.base_url, tmp_path / "b", tmp_path / "cache", model_prices=None),
+                                tmp_path / "b")
+    on_disk = json.loads((tmp_path / "a" / "results.json").read_text())
+    model = on_disk["usage"]["fake-model"]
+    assert model["requests"] == 4 and model["prompt_tokens"] > 0
+    assert model["cost_usd"] is None and model["cost"] is None  # never 0
+    assert on_disk["usage"]["judge1"]["cost_usd"] > 0  # the priced judge keeps its cost
+    assert on_disk["totals"]["cost_usd"] is None and on_disk["totals"]["cost"] is None
+    assert "cost unknown" in closing_line(on_disk)
+    cached = second["usage"]["fake-model"]
+    assert cached["saved_usd"] is None and cached["cost_usd"] == 0.0  # nothing sent: nothing spent
+    assert second["totals"]["saved_usd"] is None
+
+
+def test_a_model_litellm_knows_costs_litellms_price_and_pricing_overrides_it(tmp_path):
+    litellm = _import_litellm()
+    with FakeLLM(default=judged_reply) as srv:
+        args = overrides(srv.base_url, tmp_path / "a", None, model="openai/gpt-4o-mini", model_prices=None,
+                         task="mcqa_single_answer")
+        results = run_in_process(args, tmp_path / "a")
+        bodies = [b for b in srv.requests if b["model"] == "gpt-4o-mini"]
+        expected = sum(sum(litellm.cost_per_token(
+            model="openai/gpt-4o-mini", prompt_tokens=words("\n".join(m["content"] for m in b["messages"])),
+            completion_tokens=words(srv.reply_for(b)))) for b in bodies)
+        srv.requests.clear()
+        overridden = run_in_process(overrides(srv.base_url, tmp_path / "b", None, model="openai/gpt-4o-mini",
+                                              task="mcqa_single_answer"), tmp_path / "b")
+    usage = results["usage"]["fake-model"]
+    assert len(bodies) == usage["requests"] == 4
+    assert expected > 0 and usage["cost_usd"] == pytest.approx(expected, rel=1e-9)
+    assert results["totals"]["cost_usd"] == pytest.approx(expected, rel=1e-9)  # the judge was not asked
+    priced = overridden["usage"]["fake-model"]
+    assert priced["cost_usd"] == priced["prompt_tokens"] * 1 + priced["completion_tokens"] * 3
+
+
+def test_price_known_is_decided_without_a_request():
+    with FakeLLM() as srv:
+        known = Endpoint(name="mini", model="openai/gpt-4o-mini", api_base=srv.base_url)
+        local = Endpoint(name="local", model="openai/smollm2-135m-instruct", api_base=srv.base_url)
+        priced = Endpoint(name="priced", model="openai/smollm2-135m-instruct", api_base=srv.base_url,
+                          pricing={"input_per_mtok": 0.0, "output_per_mtok": 0.0})
+        assert (known.price_known(), local.price_known(), priced.price_known()) == (True, False, True)
+        assert local.price(10, 10) is None and priced.price(10, 10) == 0.0
+        assert srv.count == 0
+    assert known.stats.cost_usd == 0.0 and known.usage()["cost_usd"] == 0.0
+
+
+def test_a_cache_entry_stored_without_its_cost_is_valued_at_litellms_prices(tmp_path):
+    cache = ResponseCache(tmp_path / "cache")
+    endpoint = Endpoint(name="mini", model="openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1", cache=cache)
+    messages = [{"role": "user", "content": "hello"}]
+    cache.put(request_key(endpoint.identity(endpoint.request(messages))),
+              {"text": "hi", "model": "gpt-4o-mini", "prompt_tokens": 1000, "completion_tokens": 200})
+    out = asyncio.run(endpoint.complete(messages))
+    cache.close()
+    assert out.text == "hi" and out.usage.cached and out.usage.cost == 0.0
+    usage = endpoint.usage()
+    in_cost, out_cost = _import_litellm().cost_per_token(model="openai/gpt-4o-mini", prompt_tokens=1000,
+                                                         completion_tokens=200)
+    assert usage["saved_usd"] == pytest.approx(in_cost + out_cost, rel=1e-12)
+    assert (usage["requests"], usage["cached_requests"], usage["cost_usd"]) == (0, 1, 0.0)
+    assert (usage["cached_prompt_tokens"], usage["cached_completion_tokens"]) == (1000, 200)
+
+
+@pytest.mark.parametrize("bad", [{"input_per_mtok": 1}, {"input_per_mtok": 1, "output_per_mtok": -2},
+                                 {"input_per_mtok": 1, "output_per_mtok": 2, "cached_per_mtok": 1},
+                                 {"input_per_mtok": "a lot", "output_per_mtok": 2}, "cheap"])
+def test_bad_pricing_is_a_config_error_naming_the_entry(bad):
+    with pytest.raises(ConfigError, match=r"judge9\.pricing: .*input_per_mtok and output_per_mtok"):
+        endpoint_from_config({"name": "judge9", "model": "openai/x", "pricing": bad}, None)
+    assert parse_pricing(None, "x") is None
+    assert parse_pricing({"input_per_mtok": 2, "output_per_mtok": 0.5}, "x") == (2.0, 0.5)
+
+
+def test_totals_sum_counts_and_a_money_sum_is_null_when_any_part_is():
+    usage = {"a": {"role": "model", "requests": 3, "cached_requests": 1, "prompt_tokens": 30, "cost_usd": 0.5,
+                   "saved_usd": 0.25, "cost": 0.5, "rate_limited": 2, "served_models": ["a"]},
+             "b": {"role": "judge", "requests": 2, "cached_requests": 0, "prompt_tokens": 20, "cost_usd": None,
+                   "saved_usd": 0.0, "cost": None, "rate_limited": 0, "served_models": ["b"]}}
+    total = totals(usage)
+    assert (total["requests"], total["cached_requests"], total["prompt_tokens"], total["rate_limited"]) == (5, 1, 50, 2)
+    assert total["cost_usd"] is None and total["cost"] is None and total["saved_usd"] == 0.25
+    assert "role" not in total and "served_models" not in total
+    assert totals({})["cost_usd"] == 0.0 and totals({})["requests"] == 0
+
+
+def test_closing_line_formats():
+    results = {"run": {"run_dir": "outputs/2025-01-01/12-00-00", "duration_s": 42.14},
+               "totals": {"requests": 90, "cached_requests": 40, "prompt_tokens": 50_000,
+                          "completion_tokens": 2_310, "cost_usd": 0.03121}}
+    assert closing_line(results) == ("done: outputs/2025-01-01/12-00-00/results.json · 130 requests (40 cached) · "
+                                     "52,310 tokens · $0.0312 · 42.1 s")
+    unknown = {**results, "totals": {**results["totals"], "cost_usd": None}, "stopped": "budget"}
+    assert closing_line(unknown).endswith("52,310 tokens · cost unknown · 42.1 s · stopped: budget")
+    assert format_usd(0.0) == "$0.00" and format_usd(2.3e-06) == "$0.0000023" and format_usd(12.5) == "$12.5000"
+    # An older results.json without totals: summed from its usage.
+    old = {"usage": {"m": {"requests": 1, "cache_hits": 0, "prompt_tokens": 3, "completion_tokens": 1,
+                           "cost_usd": 1e-06}}}
+    assert closing_line(old) == "done: results.json · 1 request (0 cached) · 4 tokens · $0.0000010"

@@ -15,11 +15,13 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from runner.accounting import closing_line
 from runner.audit import audit_run, read_labels
 from runner.benchmarks.base import Context
 from runner.build import build
 from runner.display import Display
 from runner.errors import ConfigError
+from runner.models.budget import require_prices
 from runner.pipeline import execute, plan, timestamp, usage_summary
 from runner.redact import redact
 from runner.store import SampleStore, write_json
@@ -80,11 +82,17 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
     summary: dict[str, Any] = {}
     try:
         built.check_keys()
+        if cfg.budget.max_usd is not None:  # price lookups import litellm: only when a budget needs them
+            require_prices(cfg.budget.max_usd, [e.name for e in built.endpoints() if not e.price_known()])
         if cfg.audit.labels:  # a bad labels file is found now, not after every request
             read_labels(cfg.audit.labels, models=_pair_models(built))
         store = SampleStore(run_dir)
         ctx = Context(model=built.model, panel=built.panel, seed=int(cfg.seed), run_dir=run_dir)
         planned = plan(built, store, ctx, resume=str(cfg.resume))
+        if cfg.dry_run:  # count and price what would be sent, send nothing, write only plan.json
+            from runner.dry_run import dry_run
+
+            return {"plan": dry_run(built, planned, run_dir, cfg)}
         if accepted is not None:
             accepted()
         built.start_servers(run_dir)
@@ -114,6 +122,8 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
                     **provenance(run_dir)},
             "config": config,
         }
+        if built.budget is not None and built.budget.stopped:
+            results["stopped"] = "budget"
         write_json(run_dir / "results.json", results)
         for task in built.tasks:
             tracker.log_task(task.name, records[task.name], blocks[task.name])
@@ -136,6 +146,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
             built.stack.close()
     Display(enabled=False).table(results)
     _report_problems(results)
+    print(closing_line(results), flush=True)
     return results
 
 
@@ -176,8 +187,10 @@ def _pair_models(built: Any) -> list[str]:
 
 
 def _totals(usage: dict[str, Any]) -> dict[str, Any]:
-    keys = ("requests", "cache_hits", "prompt_tokens", "completion_tokens", "cost", "retries", "failures")
-    return {k: sum(u.get(k, 0) for u in usage.values()) for k in keys}
+    """Every count summed over the endpoints; `cost_usd` (and `saved_usd`) null when any endpoint's is."""
+    from runner.accounting import totals
+
+    return totals(usage)
 
 
 def _report_problems(results: dict[str, Any]) -> None:

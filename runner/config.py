@@ -45,6 +45,10 @@ class ModelConfig:
     """Seconds before the first retry; doubles each retry (with jitter), unless Retry-After says otherwise."""
     server: dict[str, Any] | None = None
     """An embedded server to start for this entry (`_target_` into runner.models.local_server)."""
+    pricing: Any = None
+    """`{input_per_mtok: X, output_per_mtok: Y}` (USD per million tokens): overrides litellm's prices.
+    Typed Any because OmegaConf cannot merge a `model.pricing={...}` override into a null Optional[Dict];
+    runner/accounting.py `parse_pricing` checks it."""
 
 
 @dataclass
@@ -72,6 +76,15 @@ class StatsConfig:
 
 
 @dataclass
+class BudgetConfig:
+    """A hard limit on what one run spends."""
+
+    max_usd: float | None = None
+    """Once the cost this run spent (model and judges; cache hits are free) reaches it, no new request is
+    sent; results.json says "stopped": "budget" and the exit status is 4; a re-run resumes."""
+
+
+@dataclass
 class AuditConfig:
     """Compare the judges with human labels at the end of the run (audit.json and audit.md)."""
 
@@ -90,6 +103,7 @@ class RunnerConfig:
     cache: CacheConfig = field(default_factory=CacheConfig)
     stats: StatsConfig = field(default_factory=StatsConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
     seed: int = 0
     progress: bool = True
     """Show rich progress bars (they turn off by themselves when stderr is not a terminal)."""
@@ -102,6 +116,8 @@ class RunnerConfig:
     """Packages besides runner.* whose classes `_target_` may name (your own solvers, scorers, trackers)."""
     rejudge: str | None = None
     """Set by `python -m runner.rejudge SRC`: the model's replies come from SRC's records, not the model."""
+    dry_run: bool = False
+    """Send nothing: print what the run would send and cost, and write only plan.json (runner/dry_run.py)."""
 
 
 def package_dir(relative: str) -> str:

@@ -201,6 +201,11 @@ class SweepReport(Callback):
         from runner.redact import redact_yaml_file
 
         redact_yaml_file(root / "multirun.yaml")  # it holds the sweep's overrides as typed
+        if config.get("dry_run"):  # nothing was run: the sum of the jobs' plans is the report
+            from runner.plan_report import print_sweep_plan
+
+            print_sweep_plan(root)
+            return
         report = write_report(root)
         SweepReport.failed = report["failed"]
         _track(config, report, group=sweep_group(str(config.hydra.sweep.dir)))

@@ -239,3 +239,16 @@ def test_cli_dry_run_sweep_writes_a_plan_per_job_and_nothing_else(fake_llm, tmp_
     assert total["tasks"] == {"x_vs_y": {"samples": 10}}
     assert total["endpoints"]["judge1"]["requests"] == 5 + 10
     assert total["total_cost_usd"] is None  # openai/judge1 has no price
+
+
+def test_a_dry_run_sweep_plans_every_job_and_prints_the_total(fake_llm, tmp_path):
+    sweep = tmp_path / "sweep"
+    args = [a for a in eve(fake_llm.base_url, tmp_path / "unused", "benchmark.tasks=[mcqa_single_answer]",
+                           pricing="{input_per_mtok:1,output_per_mtok:2}")
+            if not a.startswith(("hydra.run.dir", "model.name="))]
+    proc = cli(["-m", "model.name=fake-a,fake-b", "dry_run=true", f"hydra.sweep.dir={sweep}", *args], timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    plans = sorted(sweep.rglob("plan.json"))
+    assert len(plans) == 2 and fake_llm.count == 0, proc.stdout + proc.stderr
+    assert "Sweep plan: 2 job(s)" in proc.stdout
+    assert not (sweep / "report" / "comparison.csv").exists()  # nothing ran, so nothing to compare

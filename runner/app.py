@@ -79,7 +79,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
     built = build(cfg, run_dir)
     tracker = built.tracker
     tracking = failed = False
-    summary: dict[str, Any] = {}
+    tracked: dict[str, Any] = {}  # what the tracker's run summary gets: the summary, tokens and cost
     try:
         built.check_keys()
         if cfg.budget.max_usd is not None:  # price lookups import litellm: only when a budget needs them
@@ -124,6 +124,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
         }
         if built.budget is not None and built.budget.stopped:
             results["stopped"] = "budget"
+        tracked = {**summary, "totals": results["totals"]}
         write_json(run_dir / "results.json", results)
         for task in built.tasks:
             tracker.log_task(task.name, records[task.name], blocks[task.name])
@@ -139,7 +140,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
     finally:
         try:
             if tracking:
-                tracker.finish(summary, failed=failed)
+                tracker.finish(tracked, failed=failed)
         finally:
             if built.cache is not None:
                 built.cache.close()

@@ -130,4 +130,6 @@ def _attach_server(entry: dict[str, Any], where: str,
     # is new every run, so caches and fingerprints know it by what it serves.
     entry["api_key"] = entry.get("api_key") or "local"
     entry["origin"] = f"embedded:{server.gguf}"
+    # It runs on this machine: its calls cost nothing (a known price of 0, not an unknown one).
+    entry["pricing"] = entry.get("pricing") or {"input_per_mtok": 0.0, "output_per_mtok": 0.0}
     entry.pop("server", None)

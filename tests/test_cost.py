@@ -201,3 +201,13 @@ def test_closing_line_formats():
     old = {"usage": {"m": {"requests": 1, "cache_hits": 0, "prompt_tokens": 3, "completion_tokens": 1,
                            "cost_usd": 1e-06}}}
     assert closing_line(old) == "done: results.json · 1 request (0 cached) · 4 tokens · $0.0000010"
+
+
+def test_the_embedded_model_runs_here_and_costs_nothing(tmp_path):
+    from conftest import compose
+
+    from runner.build import build
+
+    built = build(compose(["tracker=none", "cache.enabled=false"]), tmp_path / "run")
+    assert built.model is not None and built.model.price_known()
+    assert built.model.price(1000, 500) == 0.0 and built.panel.judges[0].price(10, 10) == 0.0

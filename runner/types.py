@@ -37,7 +37,8 @@ class Usage:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost: float = 0.0
+    cost: float | None = 0.0
+    """USD; None when the price is not known (never a 0 made of nothing); cache hits cost 0."""
     cached: bool = False
     retries: int = 0
 
@@ -45,7 +46,8 @@ class Usage:
         """The accounting of both calls: every count summed, `cached` only when both were cache hits."""
         return Usage(prompt_tokens=self.prompt_tokens + other.prompt_tokens,
                      completion_tokens=self.completion_tokens + other.completion_tokens,
-                     cost=self.cost + other.cost, cached=self.cached and other.cached,
+                     cost=None if self.cost is None or other.cost is None else self.cost + other.cost,
+                     cached=self.cached and other.cached,
                      retries=self.retries + other.retries)
 
 

@@ -326,7 +326,7 @@ class Endpoint:
         self.served_models.add(served)
         # A record's usage holds a number (0 for an unknown price); results.json's usage says null.
         return ModelOutput(text=text, model=served, finish_reason=getattr(choice, "finish_reason", None),
-                           usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost or 0.0)), litellm_cost
+                           usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost)), litellm_cost
 
     def price(self, prompt_tokens: int, completion_tokens: int) -> float | None:
         """What a call with these token counts costs at the entry's prices, else litellm's (None: unknown);

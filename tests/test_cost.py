@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EVE_SAMPLE, JUDGE_CORRECT, run_in_process
+from conftest import EVE_SAMPLE, JUDGE_CORRECT, read_jsonl, run_in_process
 from fake_llm import FakeLLM
 
 from runner.accounting import closing_line, format_usd, parse_pricing, totals
@@ -111,6 +111,9 @@ def test_an_unknown_price_is_null_end_to_end(tmp_path):
     assert on_disk["usage"]["judge1"]["cost_usd"] > 0  # the priced judge keeps its cost
     assert on_disk["totals"]["cost_usd"] is None and on_disk["totals"]["cost"] is None
     assert "cost unknown" in closing_line(on_disk)
+    task = next(iter(on_disk["tasks"]))
+    assert all(r["usage"]["model"]["cost"] is None  # each record says so too
+               for r in read_jsonl(tmp_path / "a" / "samples" / f"{task}.jsonl"))
     cached = second["usage"]["fake-model"]
     assert cached["saved_usd"] is None and cached["cost_usd"] == 0.0  # nothing sent: nothing spent
     assert second["totals"]["saved_usd"] is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
 from test_cli import cli
@@ -12,8 +13,10 @@ from runner.models.local_server import LocalServer, locate_gguf
 
 
 def _server_processes() -> list[str]:
+    """Embedded servers started by this checkout's interpreter (another checkout's suite may run beside)."""
     out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "runner.models.local_server" in line and "ps -eo" not in line]
+    return [line for line in out.splitlines()
+            if "runner.models.local_server" in line and line.startswith(sys.executable)]
 
 
 @pytest.mark.slow

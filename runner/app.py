@@ -16,7 +16,6 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from runner.accounting import closing_line
-from runner.audit import audit_run, read_labels
 from runner.benchmarks.base import Context
 from runner.build import build
 from runner.display import Display
@@ -85,6 +84,8 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
         if cfg.budget.max_usd is not None:  # price lookups import litellm: only when a budget needs them
             require_prices(cfg.budget.max_usd, [e.name for e in built.endpoints() if not e.price_known()])
         if cfg.audit.labels:  # a bad labels file is found now, not after every request
+            from runner.audit import read_labels  # numpy and friends: only when an audit is asked for
+
             read_labels(cfg.audit.labels, models=_pair_models(built))
         store = SampleStore(run_dir)
         ctx = Context(model=built.model, panel=built.panel, seed=int(cfg.seed), run_dir=run_dir)
@@ -129,6 +130,8 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
         for task in built.tasks:
             tracker.log_task(task.name, records[task.name], blocks[task.name])
         if cfg.audit.labels:
+            from runner.audit import audit_run
+
             written, _ = audit_run(records, cfg.audit.labels, run_dir, n_boot=int(cfg.stats.n_boot),
                                    seed=int(cfg.seed))
             tracker.log_extra(tables=_audit_tables(json.loads(written.read_text(encoding="utf-8"))))

@@ -14,7 +14,6 @@ from runner.build import Built
 from runner.display import Display
 from runner.errors import CallError, ConfigError, RunnerError
 from runner.fingerprint import changed, describe_changes, fingerprint, names
-from runner.metrics.uncertainty import with_uncertainty
 from runner.models.budget import BudgetStop
 from runner.redact import redact_text
 from runner.store import SampleStore, latest, record_key
@@ -153,6 +152,9 @@ async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context,
     finally:
         store.close()
         await _close_tasks(built.tasks)
+    # numpy (the intervals) is imported once the requests are done, not before the first one.
+    from runner.metrics.uncertainty import with_uncertainty
+
     results: dict[str, TaskResult] = {}
     records: dict[str, list[dict[str, Any]]] = {}
     for task in built.tasks:

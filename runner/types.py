@@ -61,6 +61,9 @@ class ModelOutput:
     """The served model id the provider reported."""
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
+    tool_calls: tuple[dict[str, str], ...] = ()
+    """Function calls the model asked for, in its order: `{"id", "name", "arguments"}` (arguments as the
+    JSON text the model wrote, unparsed: a malformed one is the model's answer, not the runner's error)."""
 
 
 @dataclass(frozen=True)

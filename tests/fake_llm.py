@@ -12,6 +12,12 @@ they may be swapped on a running server.
 Faults: attempt ``i`` (0-based) of a distinct request body (canonical JSON,
 sorted keys) fails with ``faults[i]``; later attempts succeed.
 
+Tool calling: ``tool_scripts`` pairs a pattern (searched like ``rules``) with a script, a list of
+steps for a request that offers ``tools``. Step ``k`` answers the request that follows ``k`` assistant
+turns after the last user message, so the conversation itself says where the script is and replies
+stay deterministic. A step is ``{"tool_calls": [{"name", "arguments"}]}`` (arguments a dict, or a string
+sent verbatim, malformed or not) or ``{"content": "..."}``; past the end the last step repeats.
+
 Credentials and models, as a real provider checks them: with ``api_key`` set, a request whose bearer
 token differs gets HTTP 401; with ``models`` set, a request for another model gets HTTP 404.
 
@@ -38,6 +44,7 @@ from typing import Any
 from aiohttp import web
 
 Reply = str | Callable[[dict[str, Any]], str]
+Step = dict[str, Any]
 FAULT_KINDS = frozenset({"401", "403", "404", "429", "500", "503", "timeout", "broken", "disconnect"})
 # What a real provider says for each refusal, so the client maps them as it would in production.
 _REFUSALS = {
@@ -98,11 +105,13 @@ class FakeLLM:
         port: int = 0,
         api_key: str | None = None,
         models: Sequence[str] | None = None,
+        tool_scripts: Sequence[tuple[str | re.Pattern[str], Sequence[Step]]] = (),
     ) -> None:
         bad = [f for f in faults if f not in FAULT_KINDS]
         if bad:
             raise ValueError(f"unknown fault kinds {bad}; expected one of {sorted(FAULT_KINDS)}")
         self.rules = list(rules)
+        self.tool_scripts = list(tool_scripts)
         self.default = default
         self.latency = latency
         self.faults = list(faults)
@@ -234,6 +243,19 @@ class FakeLLM:
         default = self.default
         return default(body) if callable(default) else default
 
+    def step_for(self, body: dict[str, Any]) -> Step | None:
+        """The scripted step answering a request that offers tools; None when no script matches."""
+        if not body.get("tools"):
+            return None
+        text = _match_text(body)
+        for pattern, script in list(self.tool_scripts):
+            if script and re.search(pattern, text, re.S):
+                messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+                last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+                done = sum(1 for m in messages[last_user + 1:] if m.get("role") == "assistant")
+                return dict(script[min(done, len(script) - 1)])
+        return None
+
     def _check_access(self, request: web.Request, body: dict[str, Any]) -> web.Response | None:
         if self.api_key is not None:
             auth = request.headers.get("Authorization", "")
@@ -288,13 +310,22 @@ class FakeLLM:
         if fault == "timeout":
             await asyncio.sleep(self.hang)
 
+        step = self.step_for(body)
+        calls = (step or {}).get("tool_calls")
         try:
-            content = self.reply_for(body)
+            content = str(step.get("content") or "") if step is not None else self.reply_for(body)
         except Exception as exc:  # a buggy test callable should surface as a readable 500
             return _error(500, f"reply callable failed: {exc!r}", "server_error")
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            message = {"role": "assistant", "content": content or None, "tool_calls": [
+                {"id": f"call_{key[:8]}_{i}", "type": "function",
+                 "function": {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str)
+                              else json.dumps(c["arguments"])}}
+                for i, c in enumerate(calls)]}
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         prompt = _words("\n".join(_text_of(m.get("content")) for m in messages))
-        completion = _words(content)
+        completion = _words(content + " " + json.dumps(calls)) if calls else _words(content)
         return web.json_response(
             {
                 "id": f"chatcmpl-fake-{key[:16]}-{attempt}",
@@ -304,8 +335,8 @@ class FakeLLM:
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
+                        "message": message,
+                        "finish_reason": "tool_calls" if calls else "stop",
                         "logprobs": None,
                     }
                 ],

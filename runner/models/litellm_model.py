@@ -24,6 +24,7 @@ from runner.errors import CallError, EndpointError
 from runner.models.budget import Budget
 from runner.models.cache import ResponseCache, request_key
 from runner.models.failures import REFUSED, classify, http_status, retry_after, unreachable
+from runner.models.tool_calls import requested_calls
 from runner.redact import redact_text
 from runner.types import ModelOutput, Usage
 
@@ -187,7 +188,8 @@ class Endpoint:
         return self._sem
 
     def request(self, messages: list[dict[str, Any]], *, params: dict[str, Any] | None = None,
-                response_format: dict[str, Any] | None = None) -> dict[str, Any]:
+                response_format: dict[str, Any] | None = None,
+                tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The full request: everything that determines the reply (the cache key), minus the key."""
         req: dict[str, Any] = {"model": self.model, "api_base": self.api_base, "messages": messages}
         # The task's params are defaults; the entry's own params (the user's choice of model) win.
@@ -195,6 +197,8 @@ class Endpoint:
         req.update(self.params)
         if response_format is not None:
             req["response_format"] = response_format
+        if tools:
+            req["tools"] = tools
         return req
 
     def identity(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -203,9 +207,11 @@ class Endpoint:
         return {**req, "api_base": self.origin} if self.origin is not None else req
 
     async def complete(self, messages: list[dict[str, Any]], *, params: dict[str, Any] | None = None,
-                       response_format: dict[str, Any] | None = None) -> ModelOutput:
-        """One chat completion; raises CallError after the retries, EndpointError if unusable."""
-        req = self.request(messages, params=params, response_format=response_format)
+                       response_format: dict[str, Any] | None = None,
+                       tools: list[dict[str, Any]] | None = None) -> ModelOutput:
+        """One chat completion (with `tools`, OpenAI-style function tools the model may call); raises
+        CallError after the retries, EndpointError if unusable."""
+        req = self.request(messages, params=params, response_format=response_format, tools=tools)
         key = request_key(self.identity(req)) if self.cache is not None else ""
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -217,13 +223,15 @@ class Endpoint:
                 self.served_models.add(hit["model"])
                 return ModelOutput(text=hit["text"], model=hit["model"],
                                    finish_reason=hit.get("finish_reason"),
+                                   tool_calls=tuple(hit.get("tool_calls") or ()),
                                    usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=0.0, cached=True))
         async with self._semaphore():
             out, litellm_cost = await self._call_with_retries(req)
         if self.cache is not None:
             self.cache.put(key, {"text": out.text, "model": out.model, "finish_reason": out.finish_reason,
                                  "prompt_tokens": out.usage.prompt_tokens,
-                                 "completion_tokens": out.usage.completion_tokens, "cost_usd": litellm_cost})
+                                 "completion_tokens": out.usage.completion_tokens, "cost_usd": litellm_cost,
+                                 **({"tool_calls": list(out.tool_calls)} if out.tool_calls else {})})
         return out
 
     async def _call_with_retries(self, req: dict[str, Any]) -> tuple[ModelOutput, float | None]:
@@ -326,7 +334,8 @@ class Endpoint:
         self.served_models.add(served)
         # A record's usage holds a number (0 for an unknown price); results.json's usage says null.
         return ModelOutput(text=text, model=served, finish_reason=getattr(choice, "finish_reason", None),
-                           usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost)), litellm_cost
+                           usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost),
+                           tool_calls=requested_calls(choice.message)), litellm_cost
 
     def price(self, prompt_tokens: int, completion_tokens: int) -> float | None:
         """What a call with these token counts costs at the entry's prices, else litellm's (None: unknown);

@@ -31,7 +31,8 @@ class ReplayEndpoint(Endpoint):
         return None  # never called
 
     async def complete(self, messages: list[dict[str, Any]], *, params: dict[str, Any] | None = None,
-                       response_format: dict[str, Any] | None = None) -> ModelOutput:
+                       response_format: dict[str, Any] | None = None,
+                       tools: list[dict[str, Any]] | None = None) -> ModelOutput:
         where = CURRENT_SAMPLE.get()
         text = self.replies.get(where) if where else None
         if text is None:

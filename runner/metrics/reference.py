@@ -173,6 +173,20 @@ class ReferenceScorer:
         return all(m in scores for m in wanted)
 
 
+def embedding_available(embedding_model: str | None = None) -> bool:
+    """Whether `embed` can run here (the metrics extra, or a local model folder, is installed)."""
+    modules = _MODULES["cosine"] + (() if embedding_model else (_BUNDLED_MODEL,))
+    return all(_installed(m) for m in modules)
+
+
+def embed(texts: Sequence[str], embedding_model: str | None = None) -> list[list[float]]:
+    """Unit-length sentence embeddings of `texts` with the cosine metric's model (blocking)."""
+    scorer = ReferenceScorer(("cosine",), embedding_model)
+    with _LOCK:
+        vectors = scorer._get("cosine").encode(list(texts), normalize_embeddings=True, show_progress_bar=False)
+    return [[float(x) for x in v] for v in vectors]
+
+
 def _unit(value: float) -> float:
     """Similarities as fractions in [0, 1]: a (rare) negative similarity of unrelated texts counts as 0."""
     return min(1.0, max(0.0, float(value)))

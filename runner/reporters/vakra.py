@@ -1,4 +1,5 @@
-"""VAKRA's report file, `<run_dir>/vakra_results.json`, written from the records after aggregation.
+"""VAKRA's report file, `<run_dir>/vakra_results.json`, written from the records after aggregation; in agent
+mode also the model's predictions, `<run_dir>/predictions/<capability>/<domain>.json`.
 
 Its shape is VAKRA's evaluator's: the capability and the two roots, one block per selected domain (the
 pairing, the errors, every scored dialogue with its per-turn details, and the domain's figures), and the
@@ -11,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runner.benchmarks.vakra.agent_files import PREDICTIONS_DIR, write_predictions
 from runner.benchmarks.vakra.report import DomainResult, dialogue_score, extra_of, is_error, overall, paired
 from runner.benchmarks.vakra.task import DomainTask
 from runner.store import write_json
@@ -31,9 +33,16 @@ class VakraReporter:
         if not domains or domains[0].settings is None:
             return None
         s = domains[0].settings
-        head = {"capability_name": s.capability, "groundtruth_dir": str(s.gt_root), "prediction_dir": str(s.pred_root)}
+        predictions = Path(run_dir) / PREDICTIONS_DIR / s.capability
+        head = {"capability_name": s.capability, "groundtruth_dir": str(s.gt_root),
+                "prediction_dir": str(predictions if s.agent_mode else s.pred_root)}
+        if s.agent_mode:
+            head["input_dir"] = str(s.input_root)
         blocks = []
         for task in domains:
+            if s.agent_mode:  # the model's trajectories, as a submission VAKRA's own evaluator also reads
+                write_predictions(Path(run_dir), s.capability, task.name, records.get(task.name, []),
+                                  list(task.files.gt) if task.files is not None else [])
             result = results[task.name]
             assert isinstance(result, DomainResult)
             blocks.append(domain_block(task.name, records.get(task.name, []), result, task.pairing()))

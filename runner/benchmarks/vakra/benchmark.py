@@ -21,9 +21,12 @@ from runner.benchmarks.vakra.policy import load_policy_judge
 from runner.benchmarks.vakra.report import summary
 from runner.benchmarks.vakra.scoring import AGGREGATES
 from runner.benchmarks.vakra.servers import StartLedger, preflight, server_entry
+from runner.benchmarks.vakra.shortlist import METHODS, resolve
 from runner.benchmarks.vakra.task import DomainTask, VakraSettings
 from runner.errors import ConfigError
 from runner.types import TaskResult
+
+MODES = ("replay", "agent")
 
 
 def _choice(key: str, value: str, options: Sequence[str]) -> None:
@@ -53,7 +56,9 @@ class VakraBenchmark(Benchmark):
                  tool_timeout: float = 60.0, start_timeout: float = 60.0, replay_concurrency: int = 4,
                  task: Mapping[str, Any] | None = None, specs: Mapping[str, Any] | None = None,
                  tasks: Sequence[str] | None = None, limit: int | None = None, data_dir: str | None = None,
-                 num_fewshot: int | None = None, reporters: Sequence[Mapping[str, Any]] = ()) -> None:
+                 num_fewshot: int | None = None, reporters: Sequence[Mapping[str, Any]] = (),
+                 mode: str = "replay", input_root: str | None = None, max_steps: int = 20, max_tools: int = 128,
+                 shortlist: str = "auto", agent_concurrency: int = 8) -> None:
         if data_dir is not None:
             raise ConfigError(f"benchmark.data_dir={data_dir}: vakra reads benchmark.gt_root and benchmark.pred_root "
                               "(one <domain>.json each), not data_dir; leave data_dir null")
@@ -73,12 +78,26 @@ class VakraBenchmark(Benchmark):
                            ("replay_concurrency", replay_concurrency)):
             if not float(value) > 0:
                 raise ConfigError(f"benchmark.{key}: must be a positive number, got {value}")
+        _choice("mode", mode, MODES)
+        _choice("shortlist", shortlist, METHODS)
+        for key, number in (("max_steps", max_steps), ("max_tools", max_tools),
+                            ("agent_concurrency", agent_concurrency)):
+            if int(number) < 1:
+                raise ConfigError(f"benchmark.{key}: must be a positive whole number, got {number}")
+        if mode == "agent" and not replay:
+            raise ConfigError("benchmark.replay=false: agent mode runs the model on live MCP servers; leave replay "
+                              "true and give benchmark.mcp_config")
         if replay and not mcp_config:
             raise ConfigError("benchmark.mcp_config: not set; give an mcp_connection_config.yaml, or set "
                               "benchmark.replay=false to score the tool responses stored in the files")
         self.capability = capability
         self.gt_root = _directory("gt_root", gt_root)
-        self.pred_root = _directory("pred_root", pred_root)
+        self.mode = mode
+        # Agent mode makes its predictions, so pred_root is not read; the agent inputs are.
+        self.input_root = _directory("input_root", input_root) if mode == "agent" else None
+        self.pred_root = Path(str(pred_root)) if mode == "agent" else _directory("pred_root", pred_root)
+        self.max_steps, self.max_tools, self.shortlist = int(max_steps), int(max_tools), shortlist
+        self.agent_concurrency = int(agent_concurrency)
         self.mcp_config = mcp_config
         self.replay = bool(replay)
         self.policy_judge = policy_judge
@@ -119,7 +138,9 @@ class VakraBenchmark(Benchmark):
             policy=load_policy_judge(self.policy_judge) if self.policy_judge else None,
             policy_capabilities=self.policy_capabilities, tool_timeout=self.tool_timeout,
             start_timeout=self.start_timeout, replay_concurrency=self.replay_concurrency, limit=self.limit,
-            ledger=StartLedger() if entry is not None else None)
+            ledger=StartLedger() if entry is not None else None, input_root=self.input_root,
+            max_steps=self.max_steps, max_tools=self.max_tools, shortlist=resolve(self.shortlist),
+            agent_concurrency=self.agent_concurrency)
         tasks: list[Task] = []
         for domain in domains:
             spec, where = (self.specs[domain], f"benchmark.specs.{domain}") if domain in self.specs else \
@@ -133,7 +154,8 @@ class VakraBenchmark(Benchmark):
             # What decides its records besides the dialogues (part of their fingerprints).
             task.spec = {**plain(spec),
                          "capability": self.capability, "replay": self.replay, "aggregate": self.aggregate,
-                         "policy_judge": self.policy_judge, "policy_capabilities": list(self.policy_capabilities)}
+                         "policy_judge": self.policy_judge, "policy_capabilities": list(self.policy_capabilities),
+                         **({"mode": "agent"} if self.mode == "agent" else {})}
             tasks.append(task)
         return tasks
 

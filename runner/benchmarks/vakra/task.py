@@ -1,6 +1,8 @@
 """One VAKRA domain as a runner task: each ground-truth dialogue is a sample (its uuid is the id), so a run
 resumes per dialogue. Evaluating a sample replays the predicted and ground-truth calls and scores the
-last turn; there is no model under test (the predictions are files), only judges.
+last turn. In replay mode the predictions are files and only judges are called; in agent mode the model
+under test first answers the dialogue's agent input with the domain's tools (agent.py), and its answer
+and calls are the prediction, scored the same way.
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from runner.benchmarks.base import Context, Loaded, Task
-from runner.benchmarks.vakra.dialogues import RERUN, DomainFiles, answer_text, gt_turns, pred_turn, read_domain
+from runner.benchmarks.vakra.agent import Agent, AgentAborted, Trajectory
+from runner.benchmarks.vakra.agent_files import agent_turn, submission
+from runner.benchmarks.vakra.dialogues import RERUN, Call, DomainFiles, answer_text, gt_turns, pred_turn, read_domain
 from runner.benchmarks.vakra.policy import run_policy_judge
-from runner.benchmarks.vakra.replay import Outcome, Replayer
+from runner.benchmarks.vakra.replay import DATA_TOOL, Outcome, Replayer
 from runner.benchmarks.vakra.report import domain_result
 from runner.benchmarks.vakra.scoring import RESPONSE_WINDOW, TurnScore, TurnScorer, aggregate
 from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable, StartLedger, server_spec
+from runner.errors import CallError
+from runner.prompts import render
 from runner.types import Sample, SampleRecord, TaskResult
 
 log = logging.getLogger("runner")
@@ -44,6 +50,23 @@ class VakraSettings:
     limit: int | None = None
     ledger: StartLedger | None = None
     """The run's record of which domains' servers started (to tell one broken domain from none able to start)."""
+    input_root: Path | None = None
+    """Agent mode: the agent inputs (`<domain>.json`); None in replay mode."""
+    max_steps: int = 20
+    max_tools: int = 128
+    shortlist: str = "bm25"
+    """How tools are shortlisted past max_tools (resolved: `embedding` or `bm25`)."""
+    agent_concurrency: int = 8
+    """Dialogues the agent answers at once per domain (each holds a server session throughout)."""
+
+    @property
+    def agent_mode(self) -> bool:
+        return self.input_root is not None
+
+    @property
+    def source(self) -> Path:
+        """Where the predictions come from: the prediction files, or the agent inputs they are made from."""
+        return self.input_root if self.input_root is not None else self.pred_root
 
 
 class DomainTask(Task):
@@ -55,9 +78,12 @@ class DomainTask(Task):
 
     def __init__(self, name: str, correctness_prompt: str = "correctness.j2",
                  groundedness_prompt: str = "groundedness.j2", response_window: int = RESPONSE_WINDOW,
-                 **kwargs: Any) -> None:
+                 agent_prompt: str = "agent_system.j2", **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         self.scorer = TurnScorer(PROMPTS, correctness_prompt, groundedness_prompt, int(response_window))
+        self.agent_prompt = agent_prompt
+        self.agent: Agent | None = None
+        self._agent_slots: asyncio.Semaphore | None = None
         self.settings: VakraSettings | None = None
         self.files: DomainFiles | None = None
         self.servers: DomainServers | None = None
@@ -74,22 +100,28 @@ class DomainTask(Task):
                                          start_timeout=settings.start_timeout, call_timeout=settings.tool_timeout,
                                          domain=self.name, ledger=settings.ledger)
         self.replayer = Replayer(self.servers, settings.capability, settings.tool_timeout)
+        if settings.agent_mode:
+            self.needs_model = True
+            self.agent = Agent(self.replayer, system_prompt=render(PROMPTS, self.agent_prompt, domain=self.name),
+                               max_steps=settings.max_steps, max_tools=settings.max_tools,
+                               shortlist_method=settings.shortlist)
 
     def load(self) -> Loaded:
         """Read and pair the domain's files: one sample per ground-truth dialogue, problems as bad rows."""
         s = self._settings()
-        files = self.files = read_domain(self.name, s.gt_root, s.pred_root, s.limit)
-        gt_file, pred_file = s.gt_root / f"{self.name}.json", s.pred_root / f"{self.name}.json"
+        files = self.files = read_domain(self.name, s.gt_root, s.source, s.limit)
+        gt_file, pred_file = s.gt_root / f"{self.name}.json", s.source / f"{self.name}.json"
+        what = "agent input" if s.agent_mode else "prediction"
         if not files.pred_file_found:
-            log.warning("vakra: %s has no prediction file %s; all %d dialogues count as missing predictions",
-                        self.name, pred_file, len(files.gt))
-        for side, dupes in (("ground-truth", files.gt_duplicates), ("prediction", files.pred_duplicates)):
+            log.warning("vakra: %s has no %s file %s; all %d dialogues count as missing predictions",
+                        self.name, what, pred_file, len(files.gt))
+        for side, dupes in (("ground-truth", files.gt_duplicates), (what, files.pred_duplicates)):
             if dupes:
                 log.warning("vakra: %s: duplicate uuid(s) in the %s file, the last occurrence of each is used: %s",
                             self.name, side, ", ".join(dupes))
         if files.pred_rows_without_uuid:
-            log.warning("vakra: %s: %d prediction row(s) in %s have no uuid and are ignored", self.name,
-                        files.pred_rows_without_uuid, pred_file)
+            log.warning("vakra: %s: %d %s row(s) in %s have no uuid and are ignored", self.name,
+                        files.pred_rows_without_uuid, what, pred_file)
         samples: list[Sample] = []
         bad: list[tuple[Any, str]] = list(files.gt_problems)
         for uuid, gt in files.gt.items():
@@ -103,9 +135,10 @@ class DomainTask(Task):
                 bad.append((uuid, files.pred_problem))
                 continue
             try:
-                turn = pred_turn(prediction, turns) if prediction is not None else None
+                turn = None if prediction is None else \
+                    pred_turn({"output": [agent_turn(prediction)]} if s.agent_mode else prediction, turns)
             except ValueError as exc:
-                bad.append((uuid, f"prediction {uuid} in {pred_file}: {exc}; fix it and {RERUN}"))
+                bad.append((uuid, f"{what} {uuid} in {pred_file}: {exc}; fix it and {RERUN}"))
                 continue
             duplicate = [side for side, d in (("groundtruth", files.gt_duplicates),
                                               ("prediction", files.pred_duplicates)) if uuid in d]
@@ -127,19 +160,30 @@ class DomainTask(Task):
             return SampleRecord(id=sample.id, task=self.name, prompt=sample.input, reference=sample.target,
                                 scores={"dialogue_score": 0.0}, status="ok",
                                 extra={"paired": False, "missing_prediction": True,
-                                       "note": f"no prediction for uuid {sample.id} in "
-                                               f"{s.pred_root / (self.name + '.json')}"})
+                                       "note": f"no {'agent input' if s.agent_mode else 'prediction'} for uuid "
+                                               f"{sample.id} in {s.source / (self.name + '.json')}"})
         if self.servers is not None and self.servers.log_path is None and ctx.run_dir is not None:
             self.servers.log_path = ctx.run_dir / "mcp_logs" / f"{self.name}.log"
         uuid, turns, turn = str(sample.id), meta["turns"], meta["pred_turn"]
         assert self.replayer is not None and ctx.panel is not None
+        agent: dict[str, Any] = {}
+        usage: dict[str, Any] = {}
         try:
+            if self.agent is not None:
+                trajectory = await self._ask(sample, ctx)
+                turn = {**turn, "answer": trajectory.answer, "sequence": {"tool_call": trajectory.tool_calls()}}
+                agent = {"agent": trajectory.to_dict(), "prediction": submission(sample, self.name, trajectory, turn)}
+                usage = {"model": {**trajectory.usage.__dict__, "served_model": trajectory.served_model}}
             async with self._replay_slot():
                 predicted = await self.replayer.prediction(uuid, turn)
                 ground_truth = await self.replayer.ground_truth(uuid, turns)
-        except ServerUnavailable as exc:
+        except (ServerUnavailable, AgentAborted) as exc:
+            if isinstance(exc, AgentAborted):
+                agent = {"agent": exc.trajectory.to_dict(),
+                         "prediction": submission(sample, self.name, exc.trajectory, turn, error=str(exc))}
             return SampleRecord(id=sample.id, task=self.name, prompt=sample.input, reference=sample.target,
-                                status="error", error=str(exc), extra={"paired": True})
+                                status="error", error=str(exc), model=ctx.model.name if self.agent and ctx.model
+                                else None, extra={"paired": True, **agent})
         gt_failed = [o for t in ground_truth for o in t if o.error]
         if gt_failed and not self._warned_gt:
             self._warned_gt = True  # once per domain: it is about the environment, not one dialogue
@@ -161,13 +205,39 @@ class DomainTask(Task):
         return SampleRecord(
             id=sample.id, task=self.name, prompt=sample.input, reference=last.get("answer"), response=pred_answer,
             judgements=scored.judgements, scores={"dialogue_score": dialogue_score, **scored.scores()},
-            status="invalid" if scored.invalid else "ok", usage={"judges": scored.usage},
-            extra={"paired": True, "capability": s.capability, "aggregate": s.aggregate,
+            status="invalid" if scored.invalid else "ok", usage={**usage, "judges": scored.usage},
+            model=ctx.model.name if self.agent is not None and ctx.model is not None else None,
+            extra={**agent, "paired": True, "capability": s.capability, "aggregate": s.aggregate,
                    "replayed": self.servers is not None, "num_turns": len(turns), "duplicate": meta["duplicate"],
                    "ground_truth_errors": len(gt_failed),
                    "per_turn": [_turn_details(last, sample.input, pred_answer, scored, predicted, ground_truth[-1])],
                    "tool_calls": {"prediction": [o.to_dict() for o in predicted],
                                   "ground_truth": [[o.to_dict() for o in t] for t in ground_truth]}})
+
+    async def _ask(self, sample: Sample, ctx: Context) -> Trajectory:
+        """The model under test answers the dialogue's agent input on a leased server (capability 1: its
+        own fresh server, its data loaded by the runner first, as VAKRA's runner does)."""
+        assert self.agent is not None and self.servers is not None and ctx.model is not None
+        uuid = str(sample.id)
+        prelude = [Call(DATA_TOOL, {"tool_universe_id": uuid})] if self.replayer and self.replayer.stateful else []
+        if self._agent_slots is None:
+            self._agent_slots = asyncio.Semaphore(max(1, self._settings().agent_concurrency))
+        async with self._agent_slots, self.servers.session() as session:
+            try:
+                return await self.agent.run(ctx.model, session, sample.metadata["pred"], params=self.params,
+                                            prelude=prelude)
+            except AgentAborted:
+                raise
+            except CallError as exc:
+                raise AgentAborted(f"model call failed after {exc.attempts} attempt(s): {exc}",
+                                   Trajectory(messages=[])) from None
+
+    def fingerprint_parts(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> dict[str, Any]:
+        parts = super().fingerprint_parts(sample, shots, ctx)
+        if self.agent is not None:  # how the agent is asked decides its records too
+            parts["agent"] = {"prompt": self.agent.system_prompt, "max_steps": self.agent.max_steps,
+                              "max_tools": self.agent.max_tools, "shortlist": self.agent.shortlist_method}
+        return parts
 
     def rubric_texts(self) -> list[str]:
         return [(self.scorer.prompt_dir / name).read_text(encoding="utf-8")
@@ -192,7 +262,8 @@ class DomainTask(Task):
     def pairing(self) -> dict[str, Any]:
         """What pairing the domain's two files found (counts, extra and duplicate uuids); read once."""
         if self.files is None and self.settings is not None:  # rescoring: the files were not loaded
-            self.files = read_domain(self.name, self.settings.gt_root, self.settings.pred_root, self.settings.limit)
+            s = self.settings
+            self.files = read_domain(self.name, s.gt_root, s.source, s.limit)
         return self.files.pairing() if self.files is not None else {}
 
     def _replay_slot(self) -> asyncio.Semaphore:

@@ -130,7 +130,9 @@ class _Estimator:
             else:
                 messages = self.model_messages(task, sample, shots)
                 reply_cap = output_cap(model, task.params)
-                calls = max(1, int(getattr(task, "self_consistency", 1) or 1))
+                # Several calls per sample: self-consistency votes, or an agent's steps (at most max_steps).
+                calls = max(1, int(getattr(task, "self_consistency", 1) or 1)) * \
+                    max(1, int(getattr(task, "max_model_calls", 1) or 1))
                 self.tally(task, model).add(count_tokens(model.model, messages), reply_cap, self.prices[model.name],
                                             calls=calls)
         if not task.needs_judges:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import read_jsonl, run_in_process
+from conftest import cli, one_line_error, read_jsonl, run_in_process
 from test_vakra_run import BUNDLED, DATA, overrides, records, scripted_judge
 
 from runner.benchmarks.vakra.agent import conversation
@@ -319,3 +319,54 @@ def test_bad_agent_settings_stop_the_run_with_one_line(fake_llm, tmp_path, extra
         run_in_process(overrides(fake_llm.base_url, tmp_path / "run", *AGENT, *extra), tmp_path / "run")
     with pytest.raises(ConfigError, match="did you mean 'agent'"):
         run_in_process(overrides(fake_llm.base_url, tmp_path / "run", "benchmark.mode=agnet"), tmp_path / "run")
+
+
+def test_wandb_gets_each_dialogue_s_trajectory(fake_llm, tmp_path, monkeypatch) -> None:
+    from test_wandb_tracker import read_offline_run
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    fake_llm.default = scripted_judge
+    fake_llm.tool_scripts = LIBRARY[:2]
+    run_dir = tmp_path / "run"
+    run_in_process([*overrides(fake_llm.base_url, run_dir, *AGENT, "benchmark.domains=[library]", "benchmark.limit=2"),
+                    "tracker=wandb"], run_dir)
+    (sync,) = run_dir.glob("wandb/offline-run-*")
+    table = read_offline_run(sync)["tables"]["vakra/library/trajectories"]
+    rows = {r[0]: dict(zip(table["columns"], r, strict=True)) for r in table["data"]}
+    assert set(rows) == {"lib-001", "lib-002"}
+    assert json.loads(rows["lib-002"]["tool_calls"]) == [
+        {"name": "count_books_by_genre", "arguments": {"genre": "fantasy"}, "response": '{\n  "count": 3\n}'},
+        {"name": "count_books_by_genre", "arguments": {"genre": "mystery"}, "response": '{\n  "count": 4\n}'}]
+    assert rows["lib-002"]["steps"] == 2 and rows["lib-002"]["dialogue_score"] == 1.0
+    assert [m["role"] for m in json.loads(rows["lib-001"]["messages"])] == ["system", "user", "assistant", "tool",
+                                                                              "assistant"]
+
+
+def test_rejudging_an_agent_run_is_refused_with_the_replay_command(fake_llm, tmp_path) -> None:
+    fake_llm.default = scripted_judge
+    fake_llm.tool_scripts = LIBRARY[:1]
+    run_dir = tmp_path / "run"
+    first = cli(overrides(fake_llm.base_url, run_dir, *AGENT, "benchmark.domains=[library]", "benchmark.limit=1"))
+    assert first.returncode == 0, first.stderr
+    proc = cli([str(run_dir), f"hydra.run.dir={tmp_path / 'again'}"], module="runner.rejudge", timeout=120)
+    assert proc.returncode == 2
+    assert f"benchmark.mode=replay benchmark.pred_root={run_dir}/predictions/<capability>" in one_line_error(proc)
+
+
+def test_a_model_call_that_keeps_failing_records_the_dialogue_as_an_error_with_its_trajectory(fake_llm,
+                                                                                               tmp_path) -> None:
+    fake_llm.default = scripted_judge
+    fake_llm.tool_scripts = LIBRARY[:2]
+    fake_llm.faults = ["500"] * 4  # every attempt (1 + max_retries=3) of each distinct request
+    fake_llm.fault_only_matching = "mystery books"
+    run_dir = tmp_path / "run"
+    results = run_in_process(overrides(fake_llm.base_url, run_dir, *AGENT, "benchmark.domains=[library]",
+                                       "benchmark.limit=2", "benchmark.agent_concurrency=1", "model.backoff=0.01"),
+                             run_dir)
+    assert results["tasks"]["library"]["error_ids"] == ["lib-002"]
+    failed = records(run_dir, "library")["lib-002"]
+    assert failed["error"].startswith("model call failed after 4 attempt(s)")
+    assert [m["role"] for m in failed["extra"]["agent"]["messages"]] == ["system", "user"]
+    row = predictions(run_dir, "capability_dashboard_apis", "library")["lib-002"]
+    assert row["status"] == "error" and row["error"] == failed["error"]

@@ -33,6 +33,12 @@ class ReplayEndpoint(Endpoint):
     async def complete(self, messages: list[dict[str, Any]], *, params: dict[str, Any] | None = None,
                        response_format: dict[str, Any] | None = None,
                        tools: list[dict[str, Any]] | None = None) -> ModelOutput:
+        if tools:
+            # A recorded reply is only the final text: replaying it as an agent's answer would drop every
+            # tool call and score a different trajectory.
+            raise ConfigError(f"rejudge replays recorded replies, not agent trajectories; to judge the agent run "
+                              f"{self.source} again, score its predictions in replay mode: benchmark.mode=replay "
+                              f"benchmark.pred_root={self.source}/predictions/<capability>")
         where = CURRENT_SAMPLE.get()
         text = self.replies.get(where) if where else None
         if text is None:

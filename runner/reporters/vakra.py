@@ -8,6 +8,7 @@ overall figures (missing predictions count as 0, as in results.json's summary).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,7 +48,30 @@ class VakraReporter:
             assert isinstance(result, DomainResult)
             blocks.append(domain_block(task.name, records.get(task.name, []), result, task.pairing()))
         write_report(Path(run_dir), head, blocks)
-        return None
+        if not s.agent_mode:
+            return None
+        return {"tables": {f"vakra/{t.name}/trajectories": trajectory_table(records.get(t.name, []))
+                           for t in domains}}
+
+
+TRAJECTORY_COLUMNS = ["uuid", "status", "dialogue_score", "query", "answer", "steps", "max_steps_reached",
+                      "tool_calls", "messages", "error"]
+
+
+def trajectory_table(records: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """One row per asked dialogue for the tracker: its score and the agent's whole trajectory. The calls
+    and messages are JSON text (a W&B table column holds one type)."""
+    rows = []
+    for record in records:
+        agent = extra_of(record).get("agent")
+        if not agent:
+            continue
+        calls = [{"name": c["name"], "arguments": c["arguments"], "response": c["response"]} for c in agent["calls"]]
+        rows.append([str(record["id"]), record.get("status"), (record.get("scores") or {}).get("dialogue_score"),
+                     str(record.get("prompt") or ""), agent.get("answer"), agent.get("steps"),
+                     agent.get("max_steps_reached"), json.dumps(calls, ensure_ascii=False),
+                     json.dumps(agent.get("messages"), ensure_ascii=False), record.get("error")])
+    return TRAJECTORY_COLUMNS, rows
 
 
 def dialogue_entry(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from runner.benchmarks.vakra.dialogues import Call
 from runner.benchmarks.vakra.replay import Outcome, Replayer
 from runner.benchmarks.vakra.shortlist import Shortlist, shortlist
 from runner.envs.mcp_env import MCPSession, Tool
+from runner.errors import CallError
 from runner.types import Usage
 
 if TYPE_CHECKING:
@@ -155,6 +156,8 @@ class Agent:
                                                 "content": outcome.response})
             else:
                 trajectory.max_steps_reached = True
+        except CallError as exc:
+            raise AgentAborted(f"model call failed after {exc.attempts} attempt(s): {exc}", trajectory) from None
         finally:
             trajectory.duration_s = time.monotonic() - started
         return trajectory

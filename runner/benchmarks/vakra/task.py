@@ -23,7 +23,6 @@ from runner.benchmarks.vakra.replay import DATA_TOOL, Outcome, Replayer
 from runner.benchmarks.vakra.report import domain_result
 from runner.benchmarks.vakra.scoring import RESPONSE_WINDOW, TurnScore, TurnScorer, aggregate
 from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable, StartLedger, server_spec
-from runner.errors import CallError
 from runner.prompts import render
 from runner.types import Sample, SampleRecord, TaskResult
 
@@ -223,14 +222,13 @@ class DomainTask(Task):
         if self._agent_slots is None:
             self._agent_slots = asyncio.Semaphore(max(1, self._settings().agent_concurrency))
         async with self._agent_slots, self.servers.session() as session:
-            try:
-                return await self.agent.run(ctx.model, session, sample.metadata["pred"], params=self.params,
-                                            prelude=prelude)
-            except AgentAborted:
-                raise
-            except CallError as exc:
-                raise AgentAborted(f"model call failed after {exc.attempts} attempt(s): {exc}",
-                                   Trajectory(messages=[])) from None
+            return await self.agent.run(ctx.model, session, sample.metadata["pred"], params=self.params,
+                                        prelude=prelude)
+
+    @property
+    def max_model_calls(self) -> int:
+        """Model calls one dialogue may take (the dry run's upper bound): max_steps in agent mode."""
+        return self.agent.max_steps if self.agent is not None else 0
 
     def fingerprint_parts(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> dict[str, Any]:
         parts = super().fingerprint_parts(sample, shots, ctx)

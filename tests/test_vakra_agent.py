@@ -65,6 +65,19 @@ LIBRARY = [
 ]
 
 
+WEATHER = [
+    ("highest temperature recorded at Harbor Point", [
+        tools_step(call("get_max_temperature_by_station", station_name="Harbor Point")), answer("24.5 degrees.")]),
+    ("rain fell in Eastbrook", [
+        tools_step(call("get_total_rain_by_city_and_month", city="Eastbrook", month="2024-03")), answer("37.2 mm.")]),
+    ("higher than 500 metres", [
+        tools_step(call("get_stations_above_elevation", min_elevation="500")),
+        answer("Signal Hill, Mill Ridge and High Tarn.")]),
+    # answers without looking anything up, and wrongly
+    ("warmer than 20 degrees", [answer("About 12.")]),
+]
+
+
 def model_requests(fake_llm: Any) -> list[dict[str, Any]]:
     return [b for b in fake_llm.requests if b.get("tools")]
 
@@ -89,10 +102,9 @@ def sequence(row: dict[str, Any]) -> list[tuple[str, Any]]:
 @pytest.fixture
 def library_run(fake_llm: Any, tmp_path: Path) -> tuple[Any, Path, dict[str, Any]]:
     fake_llm.default = scripted_judge
-    fake_llm.tool_scripts = LIBRARY
+    fake_llm.tool_scripts = LIBRARY + WEATHER
     run_dir = tmp_path / "run"
-    results = run_in_process(overrides(fake_llm.base_url, run_dir, *AGENT, "benchmark.domains=[library]",
-                                       "benchmark.max_steps=3"), run_dir)
+    results = run_in_process(overrides(fake_llm.base_url, run_dir, *AGENT, "benchmark.max_steps=3"), run_dir)
     return fake_llm, run_dir, results
 
 
@@ -122,12 +134,21 @@ def test_the_model_drives_the_tools_and_its_predictions_are_written_and_scored(l
     scores = {i: r["scores"]["dialogue_score"] for i, r in records(run_dir, "library").items()}
     assert scores == {"lib-001": 1.0, "lib-002": 1.0, "lib-003": 1.0, "lib-004": 1.0, "lib-005": 0.0,
                       "lib-006": 0.0, "lib-007": 1.0}
+    weather = predictions(run_dir, "capability_dashboard_apis", "weather")
+    assert {u: sequence(r) for u, r in weather.items()} == {
+        "wx-001": [("get_max_temperature_by_station", {"station_name": "Harbor Point"})],
+        "wx-002": [("get_total_rain_by_city_and_month", {"city": "Eastbrook", "month": "2024-03"})],
+        "wx-003": [("get_stations_above_elevation", {"min_elevation": "500"})], "wx-004": []}
+    # wx-001..003 right from the tools; wx-004 answered 12 without a call (5 is right).
+    assert results["tasks"]["weather"]["metrics"] == {"mean_dialogue_score": 0.75, "num_correct": 3.0,
+                                                      "num_samples": 4}
+    assert results["summary"]["n_correct"] == 8.0 and results["summary"]["mean_dialogue_score"] == 8 / 11
     report = json.loads((run_dir / "vakra_results.json").read_text(encoding="utf-8"))
     assert report["prediction_dir"] == str(run_dir / "predictions" / "capability_dashboard_apis")
-    assert report["summary"]["n_correct"] == 5.0
-    # One model call per step: 2 + 2 + 3 + 3 + 2 + 3 (max_steps) + 3.
-    assert len(model_requests(fake_llm)) == 18
-    assert results["usage"]["fake-model"]["requests"] == 18
+    assert report["summary"]["n_correct"] == 8.0
+    # One model call per step: library 2 + 2 + 3 + 3 + 2 + 3 (max_steps) + 3, weather 2 + 2 + 2 + 1.
+    assert len(model_requests(fake_llm)) == 25
+    assert results["usage"]["fake-model"]["requests"] == 25
 
 
 def test_each_tool_result_goes_back_to_the_model_in_order(library_run) -> None:
@@ -175,8 +196,7 @@ def test_a_resumed_run_asks_nothing_again_and_keeps_the_predictions(library_run)
     fake_llm, run_dir, results = library_run
     before = (run_dir / "predictions" / "capability_dashboard_apis" / "library.json").read_text(encoding="utf-8")
     fake_llm.reset()
-    again = run_in_process(overrides(fake_llm.base_url, run_dir, *AGENT, "benchmark.domains=[library]",
-                                     "benchmark.max_steps=3"), run_dir)
+    again = run_in_process(overrides(fake_llm.base_url, run_dir, *AGENT, "benchmark.max_steps=3"), run_dir)
     assert fake_llm.requests == []
     assert again["tasks"]["library"]["metrics"] == results["tasks"]["library"]["metrics"]
     assert (run_dir / "predictions" / "capability_dashboard_apis" / "library.json").read_text("utf-8") == before

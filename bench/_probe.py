@@ -65,10 +65,10 @@ def dump() -> None:
 atexit.register(dump)
 
 import runner.__main__ as entry  # noqa: E402
-import runner.models.litellm_model as lm  # noqa: E402
+import runner.models.litellm_import as lm  # noqa: E402
 
 mark("runner_main_imported")
-_orig_import = lm._import_litellm
+_orig_import = lm.import_litellm
 
 
 def timed_import() -> Any:
@@ -95,7 +95,7 @@ def timed_import() -> Any:
     return mod
 
 
-lm._import_litellm = timed_import
+lm.import_litellm = timed_import
 _orig_job = entry._job
 
 

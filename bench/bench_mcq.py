@@ -390,9 +390,9 @@ def profile(args: argparse.Namespace, data_dir: Path, tmp: Path) -> None:
     with Server(args.latency) as srv:
         sys.argv = ["runner", *cli_args(data_dir, srv.base_url, args.concurrency, tmp / "cache-prof",
                                           tmp / "run-prof")]
-        import runner.models.litellm_model as lm
+        import runner.models.litellm_import as lm
 
-        orig_import = lm._import_litellm
+        orig_import = lm.import_litellm
         import_prof = cProfile.Profile()
 
         def profiled_import() -> Any:
@@ -406,7 +406,7 @@ def profile(args: argparse.Namespace, data_dir: Path, tmp: Path) -> None:
             finally:
                 import_prof.disable()
 
-        lm._import_litellm = profiled_import
+        lm.import_litellm = profiled_import
         from runner.__main__ import main
 
         use_pyinstrument = args.profiler == "pyinstrument"

@@ -1,4 +1,4 @@
-"""The one async call layer for the model under test and the judges; the only module importing litellm.
+"""The one async call layer for the model under test and the judges (litellm_import.py imports litellm).
 
 Every call goes through `Endpoint.complete`: a concurrency limit per entry, bounded retries with
 exponential backoff and jitter that honour Retry-After, a per-attempt timeout, the run's budget, the
@@ -9,13 +9,9 @@ litellm's cost of it, or the entry's `pricing`; an unknown price is None, never 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import gc
 import logging
 import os
 import random
-import sys
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,120 +20,13 @@ from runner.errors import CallError, EndpointError
 from runner.models.budget import Budget
 from runner.models.cache import ResponseCache, request_key
 from runner.models.failures import REFUSED, classify, http_status, retry_after, unreachable
+from runner.models.litellm_import import import_litellm as _import_litellm
+from runner.models.litellm_import import litellm_ready
 from runner.models.tool_calls import requested_calls
 from runner.redact import redact_text
 from runner.types import ModelOutput, Usage
 
 log = logging.getLogger("runner.calls")
-
-_import_lock = threading.Lock()
-_litellm: Any = None
-_import_future: concurrent.futures.Future[Any] | None = None
-
-# While litellm is imported in its thread, the event loop gives up the GIL at every file or sqlite
-# operation (cache hits, records) and then waits a whole switch interval (5 ms by default) to get it
-# back from the importing thread; a short interval keeps it moving meanwhile.
-_IMPORT_SWITCH_INTERVAL = 0.0005
-
-
-def _import_litellm() -> Any:
-    global _litellm
-    with _import_lock:
-        if _litellm is None:
-            # Without this litellm fetches its cost map from the network at import time.
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            # OpenAI-compatible chat through litellm's own HTTP handler (its aiohttp transport,
-            # request/response transformation, exception mapping) rather than through the openai SDK
-            # client, which re-walks every request body against its TypedDicts and builds its own
-            # response model before litellm converts it again: ~1 ms CPU less per call. Still one
-            # litellm.acompletion call path; set the variable to "false" to get the SDK path back.
-            os.environ.setdefault("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", "true")
-            # The import creates ~250k objects that live as long as the process: collecting while it
-            # runs is wasted work, and once frozen no full collection rescans them (unfrozen, every
-            # full collection during the calls took ~0.2 s).
-            gc_enabled = gc.isenabled()
-            gc.disable()
-            try:
-                import litellm
-            finally:
-                gc.freeze()
-                if gc_enabled:
-                    gc.enable()
-
-            # Per-call work the runner does not need: debug banners, logging callbacks, telemetry.
-            litellm.suppress_debug_info = True
-            litellm.set_verbose = False  # type: ignore[attr-defined]  # exists, not re-exported
-            litellm.telemetry = False
-            litellm.drop_params = True  # a provider that lacks a param drops it instead of failing
-            litellm.callbacks = []
-            litellm.success_callback = []
-            litellm.failure_callback = []
-            litellm.turn_off_message_logging = True
-            _skip_unobserved_logging(litellm)
-            logging.getLogger("LiteLLM").setLevel(logging.WARNING)
-            _litellm = litellm
-    return _litellm
-
-
-def _has_callbacks(litellm: Any) -> bool:
-    return any(getattr(litellm, name, None) for name in (
-        "callbacks", "success_callback", "_async_success_callback", "input_callback",
-        "_async_input_callback", "failure_callback", "_async_failure_callback", "service_callback"))
-
-
-def _skip_unobserved_logging(litellm: Any) -> None:
-    """Drop litellm's per-call success-logging task while no callback would receive it.
-
-    After every call litellm schedules a coroutine that builds a standard logging payload (cost
-    lookups, metadata, copies of the messages) for the callbacks; with none registered its only
-    result is CPU (~0.2 ms per call) and a queue flushed at exit. If a callback is registered later,
-    the original helper runs again. Only applied when litellm has the helper this was measured on.
-    """
-    utils = sys.modules.get("litellm.utils")
-    helper = getattr(utils, "_client_async_logging_helper", None)
-    if helper is None or not asyncio.iscoroutinefunction(helper) or getattr(helper, "_runner_lean", False):
-        return
-
-    async def logging_helper(*args: Any, **kwargs: Any) -> Any:
-        if _has_callbacks(litellm):
-            return await helper(*args, **kwargs)
-        return None
-
-    logging_helper._runner_lean = True  # type: ignore[attr-defined]
-    utils._client_async_logging_helper = logging_helper  # type: ignore[union-attr]
-
-
-def _import_in_thread() -> None:
-    assert _import_future is not None
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(min(previous, _IMPORT_SWITCH_INTERVAL))
-    try:
-        _import_future.set_result(_import_litellm())
-    except BaseException as exc:  # noqa: BLE001 - handed to every waiting caller
-        _import_future.set_exception(exc)
-    finally:
-        sys.setswitchinterval(previous)
-
-
-def _start_import() -> concurrent.futures.Future[Any]:
-    """Import litellm once, in its own thread; every caller gets the same future."""
-    global _import_future
-    with _import_lock:
-        if _import_future is None:
-            _import_future = concurrent.futures.Future()
-            if _litellm is not None:
-                _import_future.set_result(_litellm)
-            else:
-                threading.Thread(target=_import_in_thread, name="litellm-import", daemon=True).start()
-        return _import_future
-
-
-async def _litellm_ready() -> Any:
-    """litellm, imported on first need without blocking the event loop (cache hits go on meanwhile)."""
-    if _litellm is not None:
-        return _litellm
-    return await asyncio.wrap_future(_start_import())
-
 
 # Names of environment variables that hold credentials (not an API base, project or region).
 _KEY_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_AUTH_TOKEN", "_ACCESS_KEY_ID", "_SECRET_ACCESS_KEY")
@@ -235,7 +124,7 @@ class Endpoint:
         return out
 
     async def _call_with_retries(self, req: dict[str, Any]) -> tuple[ModelOutput, float | None]:
-        litellm = await _litellm_ready()
+        litellm = await litellm_ready()
         attempts = 1 + max(0, int(self.max_retries))
         last: BaseException | None = None
         for attempt in range(attempts):
@@ -248,7 +137,7 @@ class Endpoint:
                                         num_retries=0, max_retries=0),
                     timeout=self.timeout + 5,  # a guard in case the client ignores its own timeout
                 )
-                out, litellm_cost = self._output(resp)
+                out, litellm_cost = self._output(resp, litellm)
                 self.stats.successes += 1
                 return out, litellm_cost
             except (asyncio.CancelledError, KeyboardInterrupt):
@@ -320,14 +209,14 @@ class Endpoint:
             return None
         return " or ".join(keys)
 
-    def _output(self, resp: Any) -> tuple[ModelOutput, float | None]:
+    def _output(self, resp: Any, litellm: Any) -> tuple[ModelOutput, float | None]:
         """The reply, and litellm's cost of it (None: unknown) for the cache; accounted in the stats."""
         choice = resp.choices[0]
         text = getattr(choice.message, "content", None) or ""
         usage = getattr(resp, "usage", None)
         pt = int(getattr(usage, "prompt_tokens", 0) or 0)
         ct = int(getattr(usage, "completion_tokens", 0) or 0)
-        litellm_cost = response_cost(resp, self.model, _litellm.completion_cost)
+        litellm_cost = response_cost(resp, self.model, litellm.completion_cost)
         cost = priced(self._prices, pt, ct) if self._prices is not None else litellm_cost
         self.stats.reply(pt, ct, cost)
         served = str(getattr(resp, "model", None) or self.model)

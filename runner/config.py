@@ -34,7 +34,10 @@ class ModelConfig:
     api_key: str | None = None
     """Leave null to use the provider's usual env var; else `${oc.env:VAR}` (never a literal key)."""
     concurrency: int = 16
-    """Max requests in flight for this entry."""
+    """Most requests in flight for this entry (a ceiling: see `adaptive`)."""
+    adaptive: bool = True
+    """Requests in flight follow the provider: start below `concurrency`, grow while calls succeed, halve on
+    a 429 or an exhausted rate-limit window (runner/models/limiter.py); false keeps them at `concurrency`."""
     params: dict[str, Any] = field(default_factory=dict)
     """Passed to the provider (temperature, max_tokens, ...)."""
     timeout: float = 120.0

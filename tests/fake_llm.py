@@ -18,6 +18,11 @@ turns after the last user message, so the conversation itself says where the scr
 stay deterministic. A step is ``{"tool_calls": [{"name", "arguments"}]}`` (arguments a dict, or a string
 sent verbatim, malformed or not) or ``{"content": "..."}``; past the end the last step repeats.
 
+Rate limits, as a provider enforces them: with ``max_in_flight`` set, a request beyond that many in
+progress gets HTTP 429 with ``Retry-After`` (``retry_after``) and ``x-ratelimit-*`` headers saying no
+request remains; every reply carries the limit and what remained when it was admitted. ``refused``
+counts those 429s and ``peak_in_flight`` the most requests ever in progress at once.
+
 Credentials and models, as a real provider checks them: with ``api_key`` set, a request whose bearer
 token differs gets HTTP 401; with ``models`` set, a request for another model gets HTTP 404.
 
@@ -45,7 +50,7 @@ from aiohttp import web
 
 Reply = str | Callable[[dict[str, Any]], str]
 Step = dict[str, Any]
-FAULT_KINDS = frozenset({"401", "403", "404", "429", "500", "503", "timeout", "broken", "disconnect"})
+FAULT_KINDS = frozenset({"401", "403", "404", "429", "quota", "500", "503", "timeout", "broken", "disconnect"})
 # What a real provider says for each refusal, so the client maps them as it would in production.
 _REFUSALS = {
     401: ("Incorrect API key provided (fake)", "invalid_request_error", "invalid_api_key"),
@@ -106,12 +111,19 @@ class FakeLLM:
         api_key: str | None = None,
         models: Sequence[str] | None = None,
         tool_scripts: Sequence[tuple[str | re.Pattern[str], Sequence[Step]]] = (),
+        max_in_flight: int | None = None,
     ) -> None:
         bad = [f for f in faults if f not in FAULT_KINDS]
         if bad:
             raise ValueError(f"unknown fault kinds {bad}; expected one of {sorted(FAULT_KINDS)}")
         self.rules = list(rules)
         self.tool_scripts = list(tool_scripts)
+        self.max_in_flight = max_in_flight
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.refused = 0
+        self.arrivals: list[tuple[float, int]] = []
+        """(time.monotonic(), HTTP status) of every chat request as it arrived: 429, or 0 when admitted."""
         self.default = default
         self.latency = latency
         self.faults = list(faults)
@@ -219,6 +231,9 @@ class FakeLLM:
             self.requests.clear()
             self.attempts.clear()
             self.count = 0
+            self.refused = 0
+            self.peak_in_flight = 0
+            self.arrivals.clear()
 
     # ----------------------------------------------------------------- handlers
     async def _health(self, request: web.Request) -> web.Response:
@@ -266,6 +281,34 @@ class FakeLLM:
         return None
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        limit = self.max_in_flight
+        with self._lock:
+            if limit is not None and self.in_flight >= limit:
+                self.refused += 1
+                self.count += 1
+                refused = True
+                self.arrivals.append((time.monotonic(), 429))
+            else:
+                refused = False
+                self.arrivals.append((time.monotonic(), 0))
+                self.in_flight += 1
+                self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+                remaining = None if limit is None else limit - self.in_flight
+        if refused:
+            return _error(429, "Rate limit reached for requests (fake)", "rate_limit_error",
+                          {"Retry-After": str(self.retry_after), "x-ratelimit-limit-requests": str(limit),
+                           "x-ratelimit-remaining-requests": "0"})
+        try:
+            response = await self._answer(request)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+        if limit is not None and remaining is not None:
+            response.headers["x-ratelimit-limit-requests"] = str(limit)
+            response.headers["x-ratelimit-remaining-requests"] = str(remaining)
+        return response
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
         with self._lock:
             self.count += 1
@@ -294,6 +337,10 @@ class FakeLLM:
             fault = None
         if fault in ("401", "403", "404"):
             return _refusal(int(fault))
+        if fault == "quota":  # a 429 that waiting cannot fix, as OpenAI sends it
+            payload = {"error": {"message": "You exceeded your current quota (fake)", "type": "insufficient_quota",
+                                 "param": None, "code": "insufficient_quota"}}
+            return web.json_response(payload, status=429)
         if fault == "429":
             return _error(429, "Rate limit reached (fake)", "rate_limit_error", {"Retry-After": str(self.retry_after)})
         if fault in ("500", "503"):

@@ -50,6 +50,11 @@ def http_status(exc: BaseException) -> int | None:
     return None
 
 
+def quota_exhausted(exc: BaseException) -> bool:
+    """A 429 that no wait will fix: the account's quota or credit is used up (OpenAI's insufficient_quota)."""
+    return http_status(exc) == 429 and "insufficient_quota" in str(exc)
+
+
 def classify(exc: BaseException, litellm: Any) -> str:
     """`retry` for transient failures, `fatal` for endpoint-wide ones, `fail` for this request only.
 
@@ -60,7 +65,7 @@ def classify(exc: BaseException, litellm: Any) -> str:
         return "retry"
     status = http_status(exc)
     fatal = (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError)
-    if status in REFUSED or isinstance(exc, fatal):
+    if status in REFUSED or isinstance(exc, fatal) or quota_exhausted(exc):
         return "fatal"
     if status in (400, 413, 422):
         return "fail"

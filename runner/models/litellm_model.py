@@ -1,7 +1,8 @@
 """The one async call layer for the model under test and the judges (litellm_import.py imports litellm).
 
-Every call goes through `Endpoint.complete`: a concurrency limit per entry, bounded retries with
-exponential backoff and jitter that honour Retry-After, a per-attempt timeout, the run's budget, the
+Every call goes through `Endpoint.complete`: requests in flight per entry that follow the provider's rate
+limits (limiter.py), bounded retries with exponential backoff and jitter that honour Retry-After (429s
+slow the endpoint instead of using up a request's retries), a per-attempt timeout, the run's budget, the
 on-disk response cache (errors are never stored), and accounting (runner/accounting.py): a reply costs
 litellm's cost of it, or the entry's `pricing`; an unknown price is None, never 0; cache hits cost 0.
 """
@@ -19,7 +20,8 @@ from runner.accounting import Stats, parse_pricing, priced, response_cost
 from runner.errors import CallError, EndpointError
 from runner.models.budget import Budget
 from runner.models.cache import ResponseCache, request_key
-from runner.models.failures import REFUSED, classify, http_status, retry_after, unreachable
+from runner.models.failures import REFUSED, classify, http_status, quota_exhausted, retry_after, unreachable
+from runner.models.limiter import Limiter
 from runner.models.litellm_import import import_litellm as _import_litellm
 from runner.models.litellm_import import litellm_ready
 from runner.models.tool_calls import requested_calls
@@ -27,6 +29,9 @@ from runner.redact import redact_text
 from runner.types import ModelOutput, Usage
 
 log = logging.getLogger("runner.calls")
+
+RATE_LIMITED_ATTEMPTS = 50
+"""429 replies one request may get before it fails: beyond its retries, which 429s do not use up."""
 
 # Names of environment variables that hold credentials (not an API base, project or region).
 _KEY_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_AUTH_TOKEN", "_ACCESS_KEY_ID", "_SECRET_ACCESS_KEY")
@@ -58,7 +63,9 @@ class Endpoint:
     """The run's spending limit, checked before every request sent (cache hits are free)."""
     stats: Stats = field(default_factory=Stats)
     served_models: set[str] = field(default_factory=set)
-    _sem: asyncio.Semaphore | None = field(default=None, repr=False)
+    adaptive: bool = True
+    """`concurrency` is a ceiling and the requests in flight follow the provider's limits (limiter.py)."""
+    _limiter: Limiter | None = field(default=None, repr=False)
     _prices: tuple[float, float] | None = field(default=None, repr=False)
     _known: bool | None = field(default=None, repr=False)
 
@@ -70,11 +77,6 @@ class Endpoint:
         req = self.identity(self.request([], params=params))
         req.pop("messages")
         return {"name": self.name, **req}
-
-    def _semaphore(self) -> asyncio.Semaphore:
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(max(1, int(self.concurrency)))
-        return self._sem
 
     def request(self, messages: list[dict[str, Any]], *, params: dict[str, Any] | None = None,
                 response_format: dict[str, Any] | None = None,
@@ -114,8 +116,7 @@ class Endpoint:
                                    finish_reason=hit.get("finish_reason"),
                                    tool_calls=tuple(hit.get("tool_calls") or ()),
                                    usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=0.0, cached=True))
-        async with self._semaphore():
-            out, litellm_cost = await self._call_with_retries(req)
+        out, litellm_cost = await self._call_with_retries(req)
         if self.cache is not None:
             self.cache.put(key, {"text": out.text, "model": out.model, "finish_reason": out.finish_reason,
                                  "prompt_tokens": out.usage.prompt_tokens,
@@ -125,39 +126,62 @@ class Endpoint:
 
     async def _call_with_retries(self, req: dict[str, Any]) -> tuple[ModelOutput, float | None]:
         litellm = await litellm_ready()
+        limiter = self.limiter()
         attempts = 1 + max(0, int(self.max_retries))
+        attempt = limited = 0
         last: BaseException | None = None
-        for attempt in range(attempts):
-            if self.budget is not None:
-                self.budget.check()  # raises BudgetStop: this request is not sent
-            self.stats.requests += 1
-            try:
-                resp = await asyncio.wait_for(
-                    litellm.acompletion(**req, api_key=self.api_key, timeout=self.timeout,
-                                        num_retries=0, max_retries=0),
-                    timeout=self.timeout + 5,  # a guard in case the client ignores its own timeout
-                )
-                out, litellm_cost = self._output(resp, litellm)
-                self.stats.successes += 1
-                return out, litellm_cost
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                raise
-            except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
-                last = exc
-                kind = classify(exc, litellm)
-                if kind == "fatal":
-                    self.stats.failures += 1
-                    raise EndpointError(self._refused(exc)) from None
-                if kind != "retry" or attempt == attempts - 1:
-                    break
-                self.stats.retries += 1
-                delay = min(self.backoff_cap, self.backoff_base * 2 ** attempt) * random.uniform(0.5, 1.0)
-                wait = retry_after(exc)
-                if wait is not None:
-                    delay = max(min(wait, self.backoff_cap * 2), random.uniform(0.0, 0.1))
-                log.debug("%s: attempt %d failed (%s); retrying in %.2fs", self.name, attempt + 1,
-                          type(exc).__name__, delay)
-                await asyncio.sleep(delay)
+        # A request keeps its slot through its retries (a failing server gets no more load than the
+        # level allows), except after a 429, when it gives the slot back and queues again.
+        sent_in = await limiter.acquire()
+        try:
+            while attempt < attempts:
+                if self.budget is not None:
+                    self.budget.check()  # raises BudgetStop: this request is not sent
+                self.stats.requests += 1
+                try:
+                    resp = await asyncio.wait_for(
+                        litellm.acompletion(**req, api_key=self.api_key, timeout=self.timeout,
+                                            num_retries=0, max_retries=0),
+                        timeout=self.timeout + 5,  # a guard in case the client ignores its own timeout
+                    )
+                    limiter.succeeded(sent_in, (getattr(resp, "_hidden_params", None) or {}).get("additional_headers"))
+                    out, litellm_cost = self._output(resp, litellm)
+                    self.stats.successes += 1
+                    return out, litellm_cost
+                except (asyncio.CancelledError, KeyboardInterrupt):
+                    raise
+                except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
+                    last = exc
+                    kind = classify(exc, litellm)
+                    if kind == "fatal":
+                        self.stats.failures += 1
+                        raise EndpointError(self._refused(exc)) from None
+                    wait = retry_after(exc)
+                    if http_status(exc) == 429 and limited < RATE_LIMITED_ATTEMPTS:
+                        # Being told to slow down is no failure of this request: the limiter slows the whole
+                        # endpoint and waits out Retry-After once for all; the request queues again without
+                        # using up its retries.
+                        limiter.refused(sent_in, wait)
+                        limited += 1
+                        self.stats.retries += 1
+                        limiter.release()
+                        sent_in = -1
+                        await asyncio.sleep(0.0 if wait is not None else self._backoff(limited - 1))
+                        sent_in = await limiter.acquire()
+                        continue
+                    attempt += 1
+                    if kind != "retry" or attempt == attempts:
+                        break
+                    self.stats.retries += 1
+                    delay = self._backoff(attempt - 1)
+                    if wait is not None:
+                        delay = max(min(wait, self.backoff_cap * 2), random.uniform(0.0, 0.1))
+                    log.debug("%s: attempt %d failed (%s); retrying in %.2fs", self.name, attempt,
+                              type(exc).__name__, delay)
+                    await asyncio.sleep(delay)
+        finally:
+            if sent_in >= 0:
+                limiter.release()
         self.stats.failures += 1
         assert last is not None
         if self.stats.successes == 0 and unreachable(last, litellm):
@@ -167,7 +191,17 @@ class Endpoint:
             raise EndpointError(f"every call to {self.name} failed ({self.stats.failures} after their "
                                 f"retries, none succeeded); last: {self._describe(last)}; check the entry's "
                                 "model, api_base and params")
-        raise CallError(self._describe(last), attempts=attempt + 1)
+        raise CallError(self._describe(last), attempts=attempt + limited)
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter (half to all of the step), capped."""
+        return float(min(self.backoff_cap, self.backoff_base * 2.0 ** attempt) * random.uniform(0.5, 1.0))
+
+    def limiter(self) -> Limiter:
+        """The endpoint's in-flight limit (made in the running event loop, on first use)."""
+        if self._limiter is None:
+            self._limiter = Limiter(self.concurrency, adaptive=self.adaptive)
+        return self._limiter
 
     def _describe(self, exc: BaseException) -> str:
         where = self.api_base or "the provider's default endpoint"
@@ -178,7 +212,9 @@ class Endpoint:
         status = http_status(exc)
         where = self.api_base or "the provider's default endpoint"
         what = REFUSED.get(status or 0, type(exc).__name__)
-        if status == 404:
+        if quota_exhausted(exc):
+            what, todo = "the account's quota is used up", "check the provider account's plan and billing"
+        elif status == 404:
             todo = f"check the entry's model ('{self.model}') and api_base"
         elif self.api_key:
             todo = "check the entry's api_key (or the variable it reads)"
@@ -248,7 +284,12 @@ class Endpoint:
     def usage(self) -> dict[str, Any]:
         """The results.json counts of this endpoint (runner/accounting.py `Stats.to_dict`)."""
         self.stats.settle(self.price)
-        return self.stats.to_dict()
+        limiter = self._limiter
+        return {**self.stats.to_dict(), "rate_limited": limiter.rate_limited if limiter else 0,
+                "concurrency": {"ceiling": int(self.concurrency), "adaptive": self.adaptive,
+                                "final": limiter.current if limiter else None,
+                                "lowest": int(limiter.lowest) if limiter else None,
+                                "peak_in_flight": limiter.peak_in_flight if limiter else 0}}
 
 
 def prices(model: str) -> tuple[float, float] | None:
@@ -283,4 +324,5 @@ def endpoint_from_config(cfg: dict[str, Any], cache: ResponseCache | None) -> En
                     params=dict(cfg.get("params") or {}), timeout=float(cfg.get("timeout", 120.0)),
                     max_retries=int(cfg.get("max_retries", 5)), cache=cache,
                     backoff_base=float(cfg.get("backoff", 1.0)), origin=cfg.get("origin"),
+                    adaptive=bool(cfg.get("adaptive", True)),
                     pricing=cfg.get("pricing"))

@@ -49,25 +49,26 @@ def local_task_file(data_dir: str | Path, task: str) -> Path:
     return path
 
 
-def load_rows(task: str, dataset: str | None, split: str, data_dir: str | None) -> list[dict[str, Any]]:
-    """All rows of one task, in dataset order."""
+def load_rows(task: str, dataset: str | None, split: str, data_dir: str | None,
+              revision: str | None = None) -> list[dict[str, Any]]:
+    """All rows of one task, in dataset order (a hub dataset at `revision`, when one is given)."""
     if data_dir:
         return read_jsonl(local_task_file(data_dir, task))
     if not dataset:
         raise DataError(f"task '{task}' names no dataset; set benchmark.data_dir=DIR with {task}.jsonl")
-    return load_dataset_rows(dataset, split)
+    return load_dataset_rows(dataset, split, revision)
 
 
-def load_dataset_rows(dataset: str, split: str) -> list[dict[str, Any]]:
+def load_dataset_rows(dataset: str, split: str, revision: str | None = None) -> list[dict[str, Any]]:
     """Rows of a hub dataset (or a local dataset folder) through `datasets`."""
-    return [dict(r) for r in open_dataset(dataset, split)]
+    return [dict(r) for r in open_dataset(dataset, split, revision=revision)]
 
 
 class MissingSplit(DataError):
     """The dataset exists but has no such split (e.g. a task that lacks a scaling split)."""
 
 
-def open_dataset(dataset: str, split: str, *, decode_media: bool = True) -> Any:
+def open_dataset(dataset: str, split: str, *, decode_media: bool = True, revision: str | None = None) -> Any:
     """One split of a hub dataset (or a local dataset folder) as a lazy, memory-mapped `datasets.Dataset`.
 
     Rows are read on access (`len(ds)`, `ds[i]`, `ds.select_columns([...])`), so a benchmark with
@@ -79,12 +80,13 @@ def open_dataset(dataset: str, split: str, *, decode_media: bool = True) -> Any:
     import datasets
 
     try:
-        ds = datasets.load_dataset(dataset, split=split)
+        ds = datasets.load_dataset(dataset, split=split, revision=revision)
     except Exception as exc:  # noqa: BLE001 - many failure types (network, auth, missing split)
         msg = " ".join(str(exc).split())[:200]
         if isinstance(exc, ValueError) and str(exc).startswith("Unknown split"):
             raise MissingSplit(f"dataset '{dataset}' has no split '{split}': {msg}") from exc
-        raise DataError(f"could not load dataset '{dataset}' (split {split}): {type(exc).__name__}: {msg}; "
+        at = f", revision {revision}" if revision else ""
+        raise DataError(f"could not load dataset '{dataset}' (split {split}{at}): {type(exc).__name__}: {msg}; "
                         "check the network and HF_TOKEN, or use benchmark.data_dir=DIR "
                         "(or benchmark=eve_sample for the bundled sample)") from exc
     if not decode_media:

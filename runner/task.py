@@ -62,8 +62,10 @@ class Task(BaseTask):
                  fields: Mapping[str, Any] | None = None, rows: Mapping[str, Any] | None = None,
                  metrics: Sequence[str] | None = None, headline: str | None = None,
                  dataset: str | None = None, split: str = "train", num_fewshot: int = 0,
-                 params: Mapping[str, Any] | None = None, prompt_dir: str | None = None) -> None:
-        super().__init__(name, dataset=dataset, split=split, num_fewshot=num_fewshot, params=params)
+                 params: Mapping[str, Any] | None = None, prompt_dir: str | None = None,
+                 revision: str | None = None) -> None:
+        super().__init__(name, dataset=dataset, split=split, num_fewshot=num_fewshot, params=params,
+                         revision=revision)
         where = f"benchmark.specs.{name}"
         self.fields = dict(plain(fields) or {"input": "question", "target": "answer"})
         for key in ("input", "target"):

@@ -162,6 +162,8 @@ class TaskResult:
     else a seeded bootstrap over the samples (runner/metrics/uncertainty.py)."""
     judge_stats: dict[str, Any] | None = None
     """Judge reliability on a task judged by two or more judges (kappas, intervals, invalid rates)."""
+    data: dict[str, Any] | None = None
+    """Which data the task was scored on: `{source, revision, rows, sha256}` (runner/provenance.py)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form with the contract's keys first (`judge_stats` only where two or more judged)."""

@@ -15,7 +15,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from runner.config import instantiate
 from runner.errors import ConfigError, DataError
-from runner.sources import BAD_ROW, load_rows
+from runner.provenance import data_block
+from runner.sources import BAD_ROW, load_rows, local_task_file
 from runner.types import Sample, SampleRecord, TaskResult
 
 if TYPE_CHECKING:
@@ -63,6 +64,8 @@ class Loaded:
     samples: list[Sample]
     bad: list[tuple[Any, str]] = field(default_factory=list)
     """(id, error) for rows that could not become samples; recorded as errors."""
+    data: dict[str, Any] | None = None
+    """Where the rows came from and a digest of those used (runner/provenance.py): results.json `data`."""
 
 
 class Task:
@@ -79,10 +82,12 @@ class Task:
     their fingerprint, so a resume with another seed does not keep them."""
 
     def __init__(self, name: str, dataset: str | None = None, split: str = "train", num_fewshot: int = 0,
-                 params: Mapping[str, Any] | None = None) -> None:
+                 params: Mapping[str, Any] | None = None, revision: str | None = None) -> None:
         self.name = name
         self.dataset = dataset
         self.split = split
+        self.revision = None if revision is None else str(revision)
+        """The hub dataset's revision (a commit sha or tag) to load; None: its default branch, as it is today."""
         self.num_fewshot = int(num_fewshot or 0)
         self.params = dict(params or {})
 
@@ -174,13 +179,15 @@ class Benchmark:
 
     def load(self, task: Task) -> Loaded:
         """Read the task's rows and split them into shots (the first K good rows) and samples."""
-        rows = load_rows(task.name, task.dataset, task.split, self.data_dir)
+        rows = load_rows(task.name, task.dataset, task.split, self.data_dir, task.revision)
         k = task.num_fewshot if self.num_fewshot is None else self.num_fewshot
         shots: list[Sample] = []
         samples: list[Sample] = []
         bad: list[tuple[Any, str]] = []
+        used = len(rows)
         for index, row in enumerate(rows):
             if len(shots) >= k and self.limit is not None and len(samples) + len(bad) >= self.limit:
+                used = index
                 break
             if BAD_ROW in row:
                 bad.append((index, row[BAD_ROW]))
@@ -195,7 +202,10 @@ class Benchmark:
             where = f"{self.data_dir}/{task.name}.jsonl" if self.data_dir else f"{task.dataset} ({task.split})"
             raise DataError(f"{where}: none of its {len(bad)} row(s) can be used by task {task.name} "
                             f"({bad[0][1]}); check that the file has the public dataset's columns")
-        return Loaded(shots=shots, samples=samples, bad=bad)
+        source = str(local_task_file(self.data_dir, task.name)) if self.data_dir else \
+            f"{task.dataset} (split {task.split})"
+        return Loaded(shots=shots, samples=samples, bad=bad,
+                      data=data_block(source, None if self.data_dir else task.revision, rows[:used]))
 
     def summary(self, tasks: Sequence[Task], results: Mapping[str, TaskResult]) -> dict[str, Any]:
         """The `summary` block of results.json: each task's headline metric and their macro mean."""

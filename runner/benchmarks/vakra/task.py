@@ -24,6 +24,7 @@ from runner.benchmarks.vakra.report import domain_result
 from runner.benchmarks.vakra.scoring import RESPONSE_WINDOW, TurnScore, TurnScorer, aggregate
 from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable, StartLedger, server_spec
 from runner.prompts import render
+from runner.provenance import data_block
 from runner.types import Sample, SampleRecord, TaskResult
 
 log = logging.getLogger("runner")
@@ -146,7 +147,9 @@ class DomainTask(Task):
                                             "duplicate": duplicate}))
         if s.ledger is not None and self.servers is not None and any(x.metadata["pred"] is not None for x in samples):
             s.ledger.expect(self.name)
-        return Loaded(shots=[], samples=samples, bad=bad)
+        used = [{"groundtruth": gt, what.replace(" ", "_"): files.pred.get(uuid)} for uuid, gt in files.gt.items()]
+        return Loaded(shots=[], samples=samples, bad=bad,
+                      data=data_block(f"{gt_file} + {pred_file}", None, used))
 
     async def evaluate(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> SampleRecord:
         """Replay the dialogue's calls and score its last turn."""

@@ -20,6 +20,7 @@ from runner.benchmarks.win_rate.data import Outputs, pair_outputs, read_outputs
 from runner.benchmarks.win_rate.metrics import TIE
 from runner.benchmarks.win_rate.task import ORDERS, PairwiseTask
 from runner.errors import ConfigError
+from runner.provenance import data_block
 from runner.types import Sample, TaskResult
 
 log = logging.getLogger("runner")
@@ -111,7 +112,9 @@ class WinRateBenchmark(Benchmark):
                                     "id_b": p.id_b})
                    for i, p in enumerate(pairs)]
         _log_pairing(task, pairing.counts)
-        return Loaded(shots=[], samples=samples)
+        used = [{"question": p.question, "reference": p.reference, "answer_a": p.answer_a, "answer_b": p.answer_b}
+                for p in pairs]
+        return Loaded(shots=[], samples=samples, data=data_block(f"{task.file_a} + {task.file_b}", None, used))
 
     def summary(self, tasks: Sequence[Task], results: Mapping[str, TaskResult]) -> dict[str, Any]:
         """The base summary (headline: each pair's `aggregate/<model_a>_alpaca_win_rate`), plus the pairing."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from runner.judges.parsers import Verdict
@@ -20,6 +20,14 @@ def json_schema_format(name: str, properties: dict[str, Any], required: Sequence
             "json_schema": {"name": name, "strict": True,
                             "schema": {"type": "object", "properties": properties,
                                        "required": list(required), "additionalProperties": False}}}
+
+
+@dataclass(frozen=True)
+class PromptedJudgement(Judgement):
+    """A Judgement that keeps the prompt its judge was sent, so the samples file shows what was graded."""
+
+    prompt: str = ""
+    """The judge's one user message, as sent (the rubric rendered with the sample)."""
 
 
 class Panel:
@@ -38,21 +46,23 @@ class Panel:
 
     async def judge(self, prompt: str, parse: Parser, response_format: dict[str, Any] | None = None,
                     ) -> tuple[list[Judgement], dict[str, Any]]:
-        """Every judge's Judgement for one prompt (one user message), plus per-judge usage."""
-        messages = [{"role": "user", "content": prompt}]
-        results = await asyncio.gather(*(self._one(j, messages, parse, response_format) for j in self.judges))
+        """Every judge's Judgement for one prompt (one user message), plus per-judge usage.
+
+        Each Judgement is a PromptedJudgement: its record (`to_dict`) carries the prompt as `prompt`.
+        """
+        results = await asyncio.gather(*(self._one(j, prompt, parse, response_format) for j in self.judges))
         judgements = [r[0] for r in results]
         usage = {j.name: asdict(r[1]) for j, r in zip(self.judges, results, strict=True)}
         return judgements, usage
 
     @staticmethod
-    async def _one(judge: Endpoint, messages: list[dict[str, Any]], parse: Parser,
+    async def _one(judge: Endpoint, prompt: str, parse: Parser,
                    response_format: dict[str, Any] | None) -> tuple[Judgement, Usage]:
         # A call that fails after its retries raises CallError: no verdict was given, so the sample is
         # an error (asked again on resume), never an invalid judgement scored as a fail.
-        out = await judge.complete(messages, response_format=response_format)
+        out = await judge.complete([{"role": "user", "content": prompt}], response_format=response_format)
         verdict = parse(out.text)
         if not verdict.valid:
-            return Judgement(judge=judge.name, status="invalid", raw=out.text), out.usage
-        return Judgement(judge=judge.name, status="ok", verdict=verdict.label, score=verdict.score,
-                         explanation=verdict.explanation, raw=out.text), out.usage
+            return PromptedJudgement(judge=judge.name, status="invalid", raw=out.text, prompt=prompt), out.usage
+        return PromptedJudgement(judge=judge.name, status="ok", verdict=verdict.label, score=verdict.score,
+                                 explanation=verdict.explanation, raw=out.text, prompt=prompt), out.usage

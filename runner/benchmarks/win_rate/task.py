@@ -125,7 +125,7 @@ class PairwiseTask(Task):
         slot = {"A": first, "B": second, TIE: TIE}
         call = {"shown_first": first, "status": j.status, "slot_verdict": j.verdict,
                 "verdict": slot.get(j.verdict or "") if j.status == "ok" else None,
-                "explanation": j.explanation, "raw": j.raw}
+                "explanation": j.explanation, "raw": j.raw, "prompt": prompt}
         return call, usage[judge.name]
 
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:

@@ -88,7 +88,8 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
 
             read_labels(cfg.audit.labels, models=_pair_models(built))
         store = SampleStore(run_dir)
-        ctx = Context(model=built.model, panel=built.panel, seed=int(cfg.seed), run_dir=run_dir)
+        ctx = Context(model=built.model, panel=built.panel, seed=int(cfg.seed), run_dir=run_dir,
+                      epochs=int(cfg.epochs))
         planned = plan(built, store, ctx, resume=str(cfg.resume))
         if cfg.dry_run:  # count and price what would be sent, send nothing, write only plan.json
             from runner.dry_run import dry_run

@@ -59,6 +59,10 @@ class JudgesConfig:
     """A judge panel: who grades."""
 
     panel: list[ModelConfig] = field(default_factory=list)
+    rubrics: dict[str, Any] = field(default_factory=dict)
+    """Rubrics this panel asks in place of a task's own, by file name: `{judge_refusal.j2: {rubric:
+    judge_refusal_small.j2, structured: false}}` (keys of the task's judged scorer). The embedded demo
+    judge needs questions a 135M model can answer (runner/build.py `panel_rubrics`)."""
 
 
 @dataclass
@@ -108,6 +112,9 @@ class RunnerConfig:
     audit: AuditConfig = field(default_factory=AuditConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     seed: int = 0
+    epochs: int = 1
+    """Ask every sample this many times, as independent requests (records carry `epoch`; providers that
+    take a `seed` get seed + epoch); metrics are over all epochs, intervals clustered by sample."""
     progress: bool = True
     """Show rich progress bars (they turn off by themselves when stderr is not a terminal)."""
     resume: str = "auto"

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from runner.benchmarks.base import Context, Loaded, Task
@@ -16,8 +16,8 @@ from runner.errors import CallError, ConfigError, RunnerError
 from runner.fingerprint import changed, describe_changes, fingerprint, names
 from runner.models.budget import BudgetStop
 from runner.redact import redact_text
-from runner.store import SampleStore, latest, record_key
-from runner.types import CURRENT_SAMPLE, Sample, SampleRecord, TaskResult
+from runner.store import SampleStore, key_of, latest, record_key
+from runner.types import CURRENT_EPOCH, CURRENT_SAMPLE, Sample, SampleRecord, TaskResult
 
 log = logging.getLogger("runner")
 
@@ -28,6 +28,7 @@ class _Job:
     loaded: Loaded
     sample: Sample
     fingerprint: str
+    epoch: int = 0
 
 
 @dataclass
@@ -47,10 +48,11 @@ def error_record(task: Task, sample_id: Any, prompt: Any, reference: Any, error:
 
 
 async def _evaluate(job: _Job, ctx: Context) -> dict[str, Any]:
-    CURRENT_SAMPLE.set((job.task.name, record_key(job.sample.id)))
+    CURRENT_SAMPLE.set((job.task.name, record_key(job.sample.id, job.epoch)))
+    CURRENT_EPOCH.set((job.epoch, ctx.seed + job.epoch) if ctx.epochs > 1 else None)
     try:
         done = await job.task.evaluate(job.sample, job.loaded.shots, ctx)
-        return {**done.to_dict(), "fingerprint": job.fingerprint}
+        return {**done.to_dict(), "epoch": job.epoch, "fingerprint": job.fingerprint}
     except (RunnerError, asyncio.CancelledError, BudgetStop):
         raise
     except CallError as exc:
@@ -60,7 +62,7 @@ async def _evaluate(job: _Job, ctx: Context) -> dict[str, Any]:
         error = f"{type(exc).__name__}: {exc}"
     model = ctx.model.name if ctx.model else None
     failed = error_record(job.task, job.sample.id, job.sample.input, job.sample.target, error, model)
-    return {**failed, "fingerprint": job.fingerprint}
+    return {**failed, "epoch": job.epoch, "fingerprint": job.fingerprint}
 
 
 def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto") -> Plan:
@@ -70,6 +72,9 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
     A finished record made with another configuration stops the run (ConfigError, naming what changed),
     unless `resume="refresh"`: then exactly those samples are asked again.
     """
+    if ctx.epochs < 1:
+        raise ConfigError(f"epochs={ctx.epochs}: must be a whole number of at least 1 (the times each sample is "
+                          "asked)")
     loaded: dict[str, Loaded] = {}
     jobs: list[_Job] = []
     kept: dict[str, int] = {}
@@ -85,19 +90,22 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
         kept[task.name] = 0
         for sample in data.samples:
             try:
-                fp = fingerprint(task.fingerprint_parts(sample, data.shots, ctx))
+                parts = task.fingerprint_parts(sample, data.shots, ctx)
             except Exception as exc:  # noqa: BLE001 - e.g. a template variable this row lacks
                 unbuildable.append((sample.id, f"cannot build the prompt: {type(exc).__name__}: {exc}"))
                 continue
-            rec = existing.get(record_key(sample.id))
-            if rec is not None and task.finished(rec):
-                if rec.get("fingerprint") == fp:
-                    kept[task.name] += 1
-                    continue
-                stale.append(rec)
-                for part in changed(rec.get("fingerprint"), fp):
-                    counts[part] = counts.get(part, 0) + 1
-            jobs.append(_Job(task, data, sample, fp))
+            for epoch in range(ctx.epochs):
+                # Epoch 0's fingerprint is the one-epoch run's: adding epochs keeps its records.
+                fp = fingerprint({**parts, "epoch": epoch} if epoch else parts)
+                rec = existing.get(record_key(sample.id, epoch))
+                if rec is not None and task.finished(rec):
+                    if rec.get("fingerprint") == fp:
+                        kept[task.name] += 1
+                        continue
+                    stale.append(rec)
+                    for part in changed(rec.get("fingerprint"), fp):
+                        counts[part] = counts.get(part, 0) + 1
+                jobs.append(_Job(task, data, sample, fp, epoch))
         if unbuildable and len(unbuildable) == len(data.samples):
             raise ConfigError(f"benchmark.specs.{task.name}: no sample's prompt can be built "
                               f"(sample {unbuildable[0][0]}: {unbuildable[0][1]}); check the task's templates")
@@ -146,7 +154,7 @@ async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context,
                 for bad_id, reason in data.bad:
                     if record_key(bad_id) not in done:
                         store.append(error_record(task, bad_id, None, None, reason, model))
-                display.add_task(task.name, total=len(data.samples) + len(data.bad),
+                display.add_task(task.name, total=len(data.samples) * ctx.epochs + len(data.bad),
                                  done=planned.kept[task.name] + len(data.bad))
             await _run_jobs(planned.jobs, ctx, store, display)
     finally:
@@ -158,9 +166,10 @@ async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context,
     results: dict[str, TaskResult] = {}
     records: dict[str, list[dict[str, Any]]] = {}
     for task in built.tasks:
-        records[task.name] = _records_of(task, loaded[task.name], store)
-        results[task.name] = with_uncertainty(task, records[task.name], task.aggregate(records[task.name]),
-                                              n_boot=n_boot, seed=ctx.seed)
+        records[task.name] = _records_of(task, loaded[task.name], store, ctx.epochs)
+        result = with_uncertainty(task, records[task.name], task.aggregate(records[task.name]),
+                                  n_boot=n_boot, seed=ctx.seed, epochs=ctx.epochs)
+        results[task.name] = replace(result, data=loaded[task.name].data)
     return results, records
 
 
@@ -207,10 +216,10 @@ async def _run_jobs(jobs: Sequence[_Job], ctx: Context, store: SampleStore, disp
         raise
 
 
-def _records_of(task: Task, data: Loaded, store: SampleStore) -> list[dict[str, Any]]:
-    """The task's records from its samples file, restricted to this run's samples."""
-    wanted = {record_key(s.id) for s in data.samples} | {record_key(b[0]) for b in data.bad}
-    return [r for r in latest(store.load(task.name).values()) if record_key(r["id"]) in wanted]
+def _records_of(task: Task, data: Loaded, store: SampleStore, epochs: int = 1) -> list[dict[str, Any]]:
+    """The task's records from its samples file, restricted to this run's samples and epochs."""
+    wanted = {record_key(s.id, e) for s in data.samples for e in range(epochs)} | {record_key(b[0]) for b in data.bad}
+    return [r for r in latest(store.load(task.name).values()) if key_of(r) in wanted]
 
 
 def usage_summary(built: Built) -> dict[str, Any]:

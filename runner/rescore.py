@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,13 @@ def rescore(run_dir: Path) -> dict[str, Any]:
     too, with the run's seed and stats.n_boot: the same numbers)."""
     cfg, tasks, records = load_run(run_dir)
     seed, n_boot = int(cfg.get("seed", 0)), int(OmegaConf.select(cfg, "stats.n_boot", default=1000))
-    return {t.name: with_uncertainty(t, records[t.name], t.aggregate(records[t.name]), n_boot=n_boot,
-                                     seed=seed).to_dict() for t in tasks}
+    epochs = int(cfg.get("epochs", 1) or 1)
+    # The data a run was scored on is known only when it loads them: kept from its results.json.
+    path = run_dir / "results.json"
+    before = json.loads(path.read_text(encoding="utf-8")).get("tasks", {}) if path.exists() else {}
+    return {t.name: replace(with_uncertainty(t, records[t.name], t.aggregate(records[t.name]), n_boot=n_boot,
+                                             seed=seed, epochs=epochs),
+                            data=(before.get(t.name) or {}).get("data")).to_dict() for t in tasks}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,9 +10,15 @@ from pathlib import Path
 from typing import IO, Any
 
 
-def record_key(sample_id: Any) -> str:
-    """Ids compare as strings, so 3 and "3" (JSON round trips) are the same sample."""
-    return str(sample_id)
+def record_key(sample_id: Any, epoch: int = 0) -> str:
+    """Ids compare as strings, so 3 and "3" (JSON round trips) are the same sample; epochs after the first
+    are records of their own."""
+    return str(sample_id) if not epoch else f"{sample_id}\x1fepoch{epoch}"
+
+
+def key_of(record: dict[str, Any]) -> str:
+    """A record's key: its sample id and epoch (records written before epochs existed are epoch 0)."""
+    return record_key(record["id"], int(record.get("epoch") or 0))
 
 
 class SampleStore:
@@ -43,7 +49,7 @@ class SampleStore:
                 except ValueError:
                     continue
                 if isinstance(rec, dict) and "id" in rec:
-                    out[record_key(rec["id"])] = rec
+                    out[key_of(rec)] = rec
         return out
 
     def append(self, record: dict[str, Any]) -> None:
@@ -82,17 +88,19 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def latest(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One record per id (the last one), in id order.
+    """One record per sample and epoch (the last one), in id order, then epoch.
 
     Completion order varies from run to run; sorting makes every aggregate (and its floating-point
     rounding) identical for identical records.
     """
     out: dict[str, dict[str, Any]] = {}
     for rec in records:
-        out[record_key(rec["id"])] = rec
+        out[key_of(rec)] = rec
     return sorted(out.values(), key=_id_order)
 
 
-def _id_order(record: dict[str, Any]) -> tuple[int, Any]:
-    value = record["id"]
-    return (0, value) if isinstance(value, (int, float)) and not isinstance(value, bool) else (1, str(value))
+def _id_order(record: dict[str, Any]) -> tuple[int, Any, int]:
+    value, epoch = record["id"], int(record.get("epoch") or 0)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, value, epoch)
+    return (1, str(value), epoch)

@@ -9,6 +9,9 @@ from typing import Any, Literal
 Status = Literal["ok", "invalid", "error"]
 
 CURRENT_SAMPLE: ContextVar[tuple[str, str] | None] = ContextVar("current_sample", default=None)
+CURRENT_EPOCH: ContextVar[tuple[int, int] | None] = ContextVar("current_epoch", default=None)
+"""(epoch, seed) of the sample being asked when a run has several epochs: every request of that job carries
+the seed (so each epoch is its own request and cache entry); None with one epoch."""
 """(task name, sample id as a string) of the sample being evaluated, set by the pipeline: lets an
 endpoint that replays recorded replies (runner.rejudge) find the one for this sample."""
 
@@ -133,6 +136,8 @@ class SampleRecord:
     usage: dict[str, Any] = field(default_factory=dict)
     """Per-role accounting: {"model": {...}, "judges": {name: {...}}}."""
     extra: dict[str, Any] = field(default_factory=dict)
+    epoch: int = 0
+    """Which of the run's `epochs` this record answers (0 ... epochs-1)."""
     fingerprint: str = ""
     """What decided this record (data, prompt, model, judges), as `part=digest` pairs; a resume keeps a
     record only while its fingerprint matches the current configuration."""
@@ -164,6 +169,11 @@ class TaskResult:
     """Judge reliability on a task judged by two or more judges (kappas, intervals, invalid rates)."""
     data: dict[str, Any] | None = None
     """Which data the task was scored on: `{source, revision, rows, sha256}` (runner/provenance.py)."""
+    epochs: int = 1
+    by_epoch: dict[str, list[float | None]] | None = None
+    """With several epochs: each metric computed on each epoch's records alone, in epoch order."""
+    epoch_sd: dict[str, float | None] | None = None
+    """With several epochs: each metric's sample standard deviation across epochs (its run-to-run spread)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form with the contract's keys first (`judge_stats` only where two or more judged)."""

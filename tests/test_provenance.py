@@ -48,3 +48,27 @@ def test_a_load_names_its_file_and_digests_exactly_the_rows_used(tmp_path: Path)
     changed = [lines[0], lines[1].replace("?", "??", 1), *lines[2:]]
     (tmp_path / "mcqa_single_answer.jsonl").write_text("\n".join(changed) + "\n", encoding="utf-8")
     assert _loaded_data(tmp_path, limit=3)["sha256"] != data["sha256"]
+
+
+def test_results_name_the_data_and_a_changed_row_is_a_changed_fingerprint(fake_llm, tmp_path: Path) -> None:
+    import pytest
+    from conftest import fake_model_overrides, run_in_process
+
+    from runner.errors import ConfigError
+
+    fake_llm.default = "Answer: B"
+    lines = (EVE_SAMPLE / "mcqa_single_answer.jsonl").read_text(encoding="utf-8").splitlines()
+    data_file = tmp_path / "data" / "mcqa_single_answer.jsonl"
+    data_file.parent.mkdir()
+    data_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = fake_model_overrides(fake_llm.base_url) + [
+        "benchmark=eve", f"benchmark.data_dir={data_file.parent}", "benchmark.tasks=[mcqa_single_answer]",
+        "benchmark.limit=3", "benchmark.num_fewshot=0", "tracker=none", "progress=false", "cache.enabled=false",
+        f"hydra.run.dir={tmp_path / 'run'}"]
+    results = run_in_process(args, tmp_path / "run")
+    used = [json.loads(line) for line in lines[:3]]
+    assert results["tasks"]["mcqa_single_answer"]["data"] == {
+        "source": str(data_file), "revision": None, "rows": 3, "sha256": rows_sha256(used)[1]}
+    data_file.write_text("\n".join([lines[0].replace("?", "??", 1), *lines[1:]]) + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\(1 finished sample\(s\)\): 1 differ in the data"):
+        run_in_process(args, tmp_path / "run")

@@ -51,6 +51,8 @@ class Context:
     panel: Panel | None
     seed: int = 0
     run_dir: Path | None = None
+    epochs: int = 1
+    """How many times each sample is asked (the run's `epochs`)."""
     previous: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     """Records kept from earlier runs into the same run dir, by task and sample id (`record_key`), read
     once by the pipeline before this run appends any: e.g. a reply to judge again instead of re-asking."""

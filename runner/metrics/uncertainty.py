@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runner.metrics.agreement import judge_stats
+from runner.metrics.core import stderr
 from runner.metrics.intervals import bootstrap_means, bootstrap_statistic, is_binary, wilson
 from runner.metrics.records import judge_names
 from runner.types import TaskResult
@@ -88,8 +89,41 @@ def panel_stats(scored: Sequence[Record], *, n_boot: int, seed: int) -> dict[str
 
 
 def with_uncertainty(task: Task, records: Sequence[Record], result: TaskResult, *, n_boot: int,
-                     seed: int) -> TaskResult:
-    """`result` with `ci` for every metric and, where two or more judges graded, `judge_stats`."""
+                     seed: int, epochs: int = 1) -> TaskResult:
+    """`result` with `ci` for every metric and, where two or more judges graded, `judge_stats`; with
+    several epochs, the intervals resample samples (all their epochs together: they are not independent)
+    and each metric's value on each epoch and its spread across epochs."""
     scored = [r for r in records if r.get("status") != "error"]
-    return replace(result, ci=intervals(task, scored, result.metrics, n_boot=n_boot, seed=seed),
-                   judge_stats=panel_stats(scored, n_boot=n_boot, seed=seed))
+    clusters = [str(r["id"]) for r in scored] if epochs > 1 else None
+    result = replace(result, ci=intervals(task, scored, result.metrics, n_boot=n_boot, seed=seed, clusters=clusters),
+                     judge_stats=panel_stats(scored, n_boot=n_boot, seed=seed), epochs=epochs)
+    if epochs <= 1:
+        return result
+    per_epoch = [task.aggregate([r for r in records if int(r.get("epoch") or 0) == e]).metrics for e in range(epochs)]
+    by_epoch = {m: [p.get(m) for p in per_epoch] for m in result.metrics}
+    return replace(result, by_epoch=by_epoch, epoch_sd={m: _sd(v) for m, v in by_epoch.items()},
+                   stderr=_clustered_stderr(task, scored, result.stderr))
+
+
+def _clustered_stderr(task: Task, scored: Sequence[Record], stderrs: Mapping[str, float]) -> dict[str, float]:
+    """Standard errors over the samples' means across their epochs (records of one sample are not
+    independent draws): the stderr of the per-sample means."""
+    sums: dict[str, dict[str, list[float]]] = {}
+    for record in scored:
+        for metric, value in task.sample_scores(record).items():
+            sums.setdefault(metric, {}).setdefault(str(record["id"]), []).append(float(value))
+    out = {}
+    for metric in stderrs:
+        groups = sums.get(metric)
+        if groups:
+            out[metric] = stderr([sum(v) / len(v) for v in groups.values()])
+    return out
+
+
+def _sd(values: Sequence[float | None]) -> float | None:
+    """The sample standard deviation of the values (None if any is missing or there are fewer than two)."""
+    if len(values) < 2 or any(v is None for v in values):
+        return None
+    xs = [float(v) for v in values if v is not None]
+    mean = sum(xs) / len(xs)
+    return math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))

@@ -26,7 +26,7 @@ from runner.models.litellm_import import import_litellm as _import_litellm
 from runner.models.litellm_import import litellm_ready
 from runner.models.tool_calls import requested_calls
 from runner.redact import redact_text
-from runner.types import ModelOutput, Usage
+from runner.types import CURRENT_EPOCH, ModelOutput, Usage
 
 log = logging.getLogger("runner.calls")
 
@@ -86,6 +86,9 @@ class Endpoint:
         # The task's params are defaults; the entry's own params (the user's choice of model) win.
         req.update(params or {})
         req.update(self.params)
+        epoch = CURRENT_EPOCH.get()
+        if epoch is not None:  # each epoch its own request: a seed of its own (and so its own cache entry)
+            req["seed"] = int(req["seed"]) + epoch[0] if "seed" in req else epoch[1]
         if response_format is not None:
             req["response_format"] = response_format
         if tools:

@@ -8,6 +8,7 @@ from typing import Any
 
 from runner.errors import CallError, ConfigError
 from runner.models.litellm_model import Endpoint
+from runner.store import key_of
 from runner.types import CURRENT_SAMPLE, ModelOutput, Usage
 
 
@@ -59,7 +60,7 @@ def _recorded_replies(source: Path) -> dict[tuple[str, str], str]:
                     rec = json.loads(line)
                 except ValueError:
                     continue  # a torn last line
-                key = (str(rec.get("task") or path.stem), str(rec.get("id")))
+                key = (str(rec.get("task") or path.stem), key_of(rec))
                 if rec.get("status") == "error" or rec.get("response") is None:
                     replies.pop(key, None)
                 else:

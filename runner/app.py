@@ -126,7 +126,10 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
         }
         if built.budget is not None and built.budget.stopped:
             results["stopped"] = "budget"
-        tracked = {**summary, "totals": results["totals"]}
+        # The rate limits each endpoint met, beside the totals: a slow run explains itself in W&B.
+        tracked = {**summary, "totals": results["totals"],
+                   "usage": {name: {"rate_limited": u.get("rate_limited"), "concurrency": u.get("concurrency")}
+                             for name, u in (results.get("usage") or {}).items()}}
         write_json(run_dir / "results.json", results)
         for task in built.tasks:
             tracker.log_task(task.name, records[task.name], blocks[task.name])

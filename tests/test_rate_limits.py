@@ -95,7 +95,11 @@ def test_retry_after_pauses_the_whole_endpoint_once() -> None:
     assert endpoint.usage()["rate_limited"] == srv.refused
 
 
-def test_a_run_records_the_refusals_and_the_level_per_endpoint(tmp_path: Path) -> None:
+def test_a_run_records_the_refusals_and_the_level_per_endpoint(tmp_path: Path, monkeypatch) -> None:
+    from test_wandb_tracker import read_offline_run
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
     data = tmp_path / "data"
     data.mkdir()
     rows = [{"Question": f"Question {i}?", "Choices": ["a", "b", "c", "d"], "Answer": "B"} for i in range(40)]
@@ -104,7 +108,7 @@ def test_a_run_records_the_refusals_and_the_level_per_endpoint(tmp_path: Path) -
     with FakeLLM(default="Answer: B", latency=0.05, max_in_flight=4) as srv:
         results = run_in_process(fake_model_overrides(srv.base_url, concurrency=32) + [
             "benchmark=eve", f"benchmark.data_dir={data}", "benchmark.tasks=[mcqa_single_answer]",
-            "benchmark.num_fewshot=0", "tracker=none", "progress=false", "cache.enabled=false",
+            "benchmark.num_fewshot=0", "tracker=wandb", "progress=false", "cache.enabled=false",
             f"hydra.run.dir={run_dir}", "model.backoff=0.01"], run_dir)
         refused = srv.refused
     task = results["tasks"]["mcqa_single_answer"]
@@ -112,6 +116,10 @@ def test_a_run_records_the_refusals_and_the_level_per_endpoint(tmp_path: Path) -
     usage = results["usage"]["fake-model"]
     assert usage["rate_limited"] == refused and usage["concurrency"]["ceiling"] == 32
     assert all(r["status"] == "ok" for r in read_jsonl(run_dir / "samples" / "mcqa_single_answer.jsonl"))
+    (sync,) = run_dir.glob("wandb/offline-run-*")
+    summary = read_offline_run(sync)["summary"]
+    assert summary["usage/fake-model/rate_limited"] == refused
+    assert summary["usage/fake-model/concurrency/ceiling"] == 32
 
 
 def test_adaptive_false_is_a_config_key(tmp_path: Path) -> None:

@@ -224,7 +224,7 @@ def test_offline_run_records_config_metrics_table_and_artifact(
 
     table = got["tables"]["samples/open_ended"]
     assert table["columns"] == ["id", "prompt", "reference", "response", "answer", "status",
-                                "error", "scores", "gpt/verdict", "gpt/explanation",
+                                "error", "score/llm_as_judge", "gpt/verdict", "gpt/explanation",
                                 "claude/verdict", "claude/explanation"]
     rows = [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
     assert [r["id"] for r in rows] == ["q1", "q2", "3"]
@@ -234,7 +234,8 @@ def test_offline_run_records_config_metrics_table_and_artifact(
     assert rows[1]["claude/explanation"] == "Hmm, partly right?"
     assert rows[1]["reference"] == '["helium", "neon"]' and rows[1]["status"] == "invalid"
     assert rows[2]["answer"] == '["A", "C"]' and rows[2]["error"] == "Timeout after 3 retries"
-    assert json.loads(rows[0]["scores"]) == {"llm_as_judge": 1.0}
+    assert [r["score/llm_as_judge"] for r in rows] == [1.0, 0.0, None]  # numbers W&B can sort and chart
+    assert got["run"].job_type == "eval"
 
     (artifact,) = [a for a in got["artifacts"] if a.type == "eval-results"]
     assert sorted(c.path for c in artifact.manifest.contents) == [
@@ -300,9 +301,21 @@ def test_invalid_mode_is_rejected() -> None:
 
 def test_table_rows_without_judges() -> None:
     columns, rows = table_columns_and_rows([{"id": 0, "prompt": "p" * 5000, "reference": True}])
-    assert columns == ["id", "prompt", "reference", "response", "answer", "status", "error",
-                       "scores"]
+    assert columns == ["id", "prompt", "reference", "response", "answer", "status", "error"]
     assert rows[0][0] == "0" and len(rows[0][1]) == 4000 and rows[0][2] == "true"
+
+
+def test_records_of_several_epochs_get_an_epoch_column() -> None:
+    columns, rows = table_columns_and_rows([{"id": 0, "epoch": 0, "scores": {"accuracy": 1}},
+                                            {"id": 0, "epoch": 1, "scores": {"accuracy": 0}}])
+    assert columns[:2] == ["id", "epoch"] and columns[-1] == "score/accuracy"
+    assert [(r[1], r[-1]) for r in rows] == [(0, 1.0), (1, 0.0)]
+
+
+def test_a_cut_samples_table_says_so(offline_env: Path, caplog: pytest.LogCaptureFixture) -> None:
+    got = read_offline_run(_run_once(offline_env / "cut", "cut", table_rows=1))
+    assert "holds the first 1 of its 3 records" in caplog.text
+    assert got["summary"]["samples/open_ended/rows_logged"] == 1
 
 
 def test_importing_the_module_does_not_import_wandb() -> None:

@@ -75,14 +75,24 @@ def table_columns_and_rows(records: list[dict[str, Any]]) -> tuple[list[str], li
         for j in rec.get("judgements") or []:
             if j.get("judge") not in judges:
                 judges.append(j.get("judge"))
-    columns = ["id", "prompt", "reference", "response", "answer", "status", "error", "scores"]
+    scores: list[str] = []
+    for rec in records:
+        for name in rec.get("scores") or {}:
+            if name not in scores:
+                scores.append(name)
+    epochs = any(rec.get("epoch") for rec in records)
+    columns = ["id", *(["epoch"] if epochs else []), "prompt", "reference", "response", "answer", "status", "error"]
+    columns += [f"score/{name}" for name in scores]
     columns += [f"{name}/{part}" for name in judges for part in ("verdict", "explanation")]
     rows = []
     for rec in records:
         by_judge = {j.get("judge"): j for j in rec.get("judgements") or []}
-        row = [_text(rec.get("id")), render_prompt(rec.get("prompt")), _text(rec.get("reference")),
+        row = [_text(rec.get("id")), *([int(rec.get("epoch") or 0)] if epochs else []),
+               render_prompt(rec.get("prompt")), _text(rec.get("reference")),
                rec.get("response"), None if rec.get("answer") is None else _text(rec.get("answer")),
-               rec.get("status"), rec.get("error"), _text(rec.get("scores") or {})]
+               rec.get("status"), rec.get("error")]
+        # Numbers, so W&B can sort, filter and chart by score (None where the sample has none).
+        row += [_score((rec.get("scores") or {}).get(name)) for name in scores]
         for name in judges:
             j = by_judge.get(name)
             if j is None:
@@ -93,6 +103,10 @@ def table_columns_and_rows(records: list[dict[str, Any]]) -> tuple[list[str], li
                 row += [j.get("status"), j.get("raw") or ""]
         rows.append(row)
     return columns, rows
+
+
+def _score(value: Any) -> float | None:
+    return float(value) if _number(value) else None
 
 
 def flatten_scalars(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -171,6 +185,8 @@ class WandbTracker:
         all_tags = list(dict.fromkeys([*self.tags, *tags]))  # dedupe, keep order
         self._run = wandb.init(
             project=self.project, entity=self.entity, name=name, group=group, tags=all_tags,
+            # What kind of run this is, for W&B's filters: an evaluation, or a re-judging of one.
+            job_type="rejudge" if config.get("rejudge") else "eval",
             # cast: WANDB_MODE may also hold the aliases wandb's settings accept (dryrun, run).
             config=config, dir=str(wandb_root), mode=cast(WandbMode, resolve_mode(self.mode)),
             # Hydra multiruns run jobs one after another in this process: always start a fresh
@@ -197,6 +213,11 @@ class WandbTracker:
                 if isinstance(result.get(count), int):
                     values[f"{task}/{count}"] = result[count]
             columns, rows = table_columns_and_rows(records[: self.table_rows])
+            if len(records) > self.table_rows:
+                log.warning("W&B: the samples table of %s holds the first %d of its %d records (raise "
+                            "tracker.table_rows to log more; every record is in samples/%s.jsonl)", task,
+                            self.table_rows, len(records), task)
+            values[f"samples/{task}/rows_logged"] = len(rows)
             table = wandb.Table(columns=list[str | int](columns), data=rows, allow_mixed_types=True)
             self._run.log({**values, f"samples/{task}": table})
             self._run.summary.update(values)

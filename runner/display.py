@@ -15,12 +15,15 @@ log = logging.getLogger("runner")
 class Display:
     """Rich progress bars on a terminal; nothing but the final table otherwise."""
 
-    def __init__(self, enabled: bool = True, retries: Callable[[], int] | None = None) -> None:
+    def __init__(self, enabled: bool = True, retries: Callable[[], int] | None = None,
+                 level: Callable[[], str] | None = None) -> None:
         from rich.console import Console
 
         self.console = Console(stderr=True)
         self.enabled = enabled and self.console.is_terminal
         self._retries = retries or (lambda: 0)
+        self._level = level or (lambda: "")
+        """Requests in flight allowed now per endpoint (they follow the providers' rate limits)."""
         self._progress: Any = None
         self._bars: dict[str, Any] = {}
         self._errors: dict[str, int] = {}
@@ -41,7 +44,7 @@ class Display:
                 TextColumn("[bold]{task.description:<24}"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("{task.fields[rate]}"),
                 TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn(),
-                TextColumn("retries {task.fields[retries]}  errors {task.fields[errors]}"),
+                TextColumn("retries {task.fields[retries]}  errors {task.fields[errors]}  {task.fields[level]}"),
                 console=self.console, transient=False, refresh_per_second=4)
             self._progress.start()
         return self
@@ -59,7 +62,7 @@ class Display:
             log.info("%s: %d of %d samples kept from an earlier run", name, done, total)
         if self._progress is not None:
             self._bars[name] = self._progress.add_task(name, total=total, completed=done, rate="",
-                                                       retries=self._retries(), errors=0)
+                                                       retries=self._retries(), errors=0, level=self._level())
 
     def advance(self, name: str, error: bool) -> None:
         """One sample of `name` finished."""
@@ -75,7 +78,7 @@ class Display:
             self._progress.advance(bar)
             speed = self._progress.tasks[bar].speed
             self._progress.update(bar, rate=f"{speed:5.1f}/s" if speed else "", retries=self._retries(),
-                                  errors=self._errors[name])
+                                  errors=self._errors[name], level=self._level())
 
     def message(self, text: str) -> None:
         """A line above the bars (or on stderr)."""

@@ -15,6 +15,7 @@ from runner.display import Display
 from runner.errors import CallError, ConfigError, RunnerError
 from runner.fingerprint import changed, describe_changes, fingerprint, names
 from runner.models.budget import BudgetStop
+from runner.models.litellm_model import Endpoint
 from runner.redact import redact_text
 from runner.store import SampleStore, key_of, latest, record_key
 from runner.types import CURRENT_EPOCH, CURRENT_SAMPLE, Sample, SampleRecord, TaskResult
@@ -146,7 +147,8 @@ async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context,
     loaded, model = planned.loaded, (built.model.name if built.model else None)
     try:
         display = Display(enabled=show_progress,
-                          retries=lambda: sum(e.stats.retries for e in built.endpoints()))
+                          retries=lambda: sum(e.stats.retries for e in built.endpoints()),
+                          level=lambda: in_flight_levels(built.endpoints()))
         with display:
             for task in built.tasks:
                 data = loaded[task.name]
@@ -220,6 +222,13 @@ def _records_of(task: Task, data: Loaded, store: SampleStore, epochs: int = 1) -
     """The task's records from its samples file, restricted to this run's samples and epochs."""
     wanted = {record_key(s.id, e) for s in data.samples for e in range(epochs)} | {record_key(b[0]) for b in data.bad}
     return [r for r in latest(store.load(task.name).values()) if key_of(r) in wanted]
+
+
+def in_flight_levels(endpoints: Sequence[Endpoint]) -> str:
+    """`in flight name n/ceiling` for the endpoints whose level is below their ceiling (rate-limited)."""
+    low = [f"{e.name} {e.limiter().current}/{e.concurrency}" for e in endpoints
+           if e.limiter().current < int(e.concurrency)]
+    return f"in flight {', '.join(low)}" if low else ""
 
 
 def usage_summary(built: Built) -> dict[str, Any]:

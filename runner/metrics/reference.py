@@ -22,7 +22,7 @@ from runner.errors import ConfigError
 from runner.metrics.core import mean
 
 EXTRA = "metrics"
-INSTALL_HINT = f"install the '{EXTRA}' extra: bash scripts/install.sh (or pip install -e '.[{EXTRA}]')"
+INSTALL_HINT = f"install the '{EXTRA}' extra: bash scripts/install.sh {EXTRA} (or pip install -e '.[{EXTRA}]')"
 
 METRICS: dict[str, tuple[str, ...]] = {
     "bleu": ("bleu",),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +66,10 @@ def _job(cfg: Any) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    from runner.config import register, swept
     from runner.errors import RunnerError
 
+    register()  # a launcher's worker process (joblib, ray, slurm) imports this module afresh
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
     for handler in logging.getLogger().handlers:
@@ -82,7 +85,9 @@ def _job(cfg: Any) -> None:
         from runner.errors import BudgetReached, IncompleteRun
         from runner.report import sweep_group
 
-        results = run(cfg, run_dir, group=sweep_group(hc.sweep.dir) if multirun else None, accepted=accepted)
+        label = swept(hc.sweep.dir, list(hc.overrides.task)) if multirun else None
+        results = run(cfg, run_dir, group=sweep_group(hc.sweep.dir) if multirun else None, label=label or None,
+                      accepted=accepted)
         if results.get("stopped") == "budget":
             raise BudgetReached(f"budget.max_usd={cfg.budget.max_usd:g} reached: no new request was sent; the "
                                 f"results of what was scored are in {run_dir / 'results.json'}; re-run with a "
@@ -126,6 +131,11 @@ def main() -> None:
     from runner.config import register, schema_key_problem
 
     register()
+    # When an endpoint stops the run (dead, refused), the calls still in flight are cancelled; litellm may
+    # have made its HTTP coroutine without awaiting it yet, and Python's 3-line warning about that would
+    # come before the one line that says what happened.
+    warnings.filterwarnings("ignore", message=r"coroutine '[\w.]*(Handler|completion)[\w.]*' was never awaited",
+                            category=RuntimeWarning)
     for arg in sys.argv[1:]:
         problem = schema_key_problem(arg)
         if problem:

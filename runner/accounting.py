@@ -8,7 +8,10 @@ that sent nothing spent 0 whatever its price).
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +161,72 @@ def totals(usage: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+INVOCATIONS = "invocations.jsonl"
+"""One line per invocation that wrote the run dir: when, how long, how it ended, and what it spent."""
+
+
+def merge_usage(parts: list[Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Per-endpoint usage summed over invocations: counts added, money null once any part's is, served
+    model ids united, role and model string as last seen."""
+    out: dict[str, dict[str, Any]] = {}
+    for usage in parts:
+        for name, numbers in usage.items():
+            into = out.setdefault(name, {})
+            for key, value in numbers.items():
+                if key in MONEY_KEYS:
+                    into[key] = None if value is None or (key in into and into[key] is None) \
+                        else float(into.get(key) or 0.0) + float(value)
+                elif _is_count(value):
+                    into[key] = int(into.get(key) or 0) + value
+                elif key == "served_models":
+                    into[key] = sorted({*into.get(key, []), *value})
+                else:
+                    into[key] = value
+    return out
+
+
+class Invocation:
+    """This invocation's share of a run dir. `record` appends it to `invocations.jsonl` and returns the
+    usage and run times summed over every invocation so far, so a resumed run's tokens, cost and duration
+    cover all of them, not only the last."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / INVOCATIONS
+        self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self._t0 = time.perf_counter()
+        self.recorded = False
+
+    def record(self, usage: Mapping[str, Any], outcome: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Append this invocation (`outcome`: ok, failed, interrupted) and return (usage, run times)."""
+        line = {"started": self.started, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "duration_s": round(time.perf_counter() - self._t0, 3), "outcome": outcome, "usage": usage}
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(line, default=str) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.recorded = True
+        lines = read_invocations(self.path.parent)
+        return merge_usage([x.get("usage") or {} for x in lines]), {
+            "started": lines[0].get("started"), "finished": line["finished"],
+            "duration_s": round(sum(float(x.get("duration_s") or 0.0) for x in lines), 3),
+            "invocations": len(lines), "last_duration_s": line["duration_s"]}
+
+
+def read_invocations(run_dir: Path) -> list[dict[str, Any]]:
+    """The run dir's invocation lines (a torn one, from a killed process, is skipped)."""
+    path = Path(run_dir) / INVOCATIONS
+    out = []
+    if path.exists():
+        for text in path.read_text(encoding="utf-8").splitlines():
+            try:
+                line = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(line, dict):
+                out.append(line)
+    return out
+
+
 def format_usd(value: float | None) -> str:
     """`$0.0312`; small amounts keep two significant digits (`$0.0000011`); None is `unknown`."""
     if value is None:
@@ -188,6 +257,8 @@ def closing_line(results: Mapping[str, Any]) -> str:
     duration = run.get("duration_s")
     if isinstance(duration, (int, float)):
         parts.append(f"{duration:.1f} s")
+    if int(run.get("invocations") or 1) > 1:  # a resumed run: the figures add up all its invocations
+        parts.append(f"over {run['invocations']} invocations")
     if results.get("stopped"):
         parts.append(f"stopped: {results['stopped']}")
     return " · ".join(parts)

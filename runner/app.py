@@ -7,7 +7,6 @@ import json
 import logging
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -15,13 +14,13 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from runner.accounting import closing_line
+from runner.accounting import Invocation, closing_line
 from runner.benchmarks.base import Context
 from runner.build import build
 from runner.display import Display
 from runner.errors import ConfigError
 from runner.models.budget import require_prices
-from runner.pipeline import execute, plan, timestamp, usage_summary
+from runner.pipeline import execute, plan, usage_summary
 from runner.redact import redact
 from runner.store import SampleStore, write_json
 
@@ -60,12 +59,13 @@ def provenance(run_dir: Path) -> dict[str, Any]:
     return {"git": git, "versions": versions, "python": sys.version.split()[0], "run_dir": str(run_dir)}
 
 
-def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
+def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str | None = None,
         accepted: Callable[[], None] | None = None) -> dict[str, Any]:
     """Run the configured evaluation into `run_dir` and return the results.json content.
 
     Everything that can refuse the run (config, keys, a resume with other fingerprints) is checked before
     the first file is written or request sent; then `accepted()` runs (the CLI saves the config there).
+    `label` names the tracker run after what a sweep varied (`<benchmark>-<label>`).
     """
     if cfg.resume not in ("auto", "refresh"):
         raise ConfigError(f"resume: '{cfg.resume}' is not a resume mode; use resume=auto (the default) or "
@@ -74,10 +74,10 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
         raise ConfigError(f"fail_on_error: {cfg.fail_on_error} is not a share in [0, 1]")
     run_dir.mkdir(parents=True, exist_ok=True)
     config = resolved_config(cfg)
-    started, t0 = timestamp(), time.perf_counter()
     built = build(cfg, run_dir)
     tracker = built.tracker
     tracking = failed = False
+    invocation: Invocation | None = None
     tracked: dict[str, Any] = {}  # what the tracker's run summary gets: the summary, tokens and cost
     try:
         built.check_keys()
@@ -97,31 +97,33 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
             return {"plan": dry_run(built, planned, run_dir, cfg)}
         if accepted is not None:
             accepted()
+        invocation = Invocation(run_dir)  # from here on this invocation counts in the run's usage
         built.start_servers(run_dir)
         failed = True
         model_name = built.model.name if built.model else None
         tags = [f"benchmark:{built.benchmark.name}"] + ([f"model:{model_name}"] if model_name else []) + \
-               [f"judge:{n}" for n in built.panel.names]
+               [f"judge:{n}" for n in built.panel.names] + (["demo"] if built.demo else [])
         # Judge-only benchmarks (win rate, judging prediction folders) have no model under test.
         subject = model_name or "+".join(t.name for t in built.tasks[:2]) or "run"
-        tracker.start(run_dir=run_dir, name=f"{built.benchmark.name}-{subject}", config=config,
+        tracker.start(run_dir=run_dir, name=f"{built.benchmark.name}-{label or subject}", config=config,
                       group=group, tags=tags)
         tracking = True
         task_results, records = asyncio.run(execute(built, planned, store, ctx, show_progress=bool(cfg.progress),
                                                     n_boot=int(cfg.stats.n_boot)))
         summary = built.benchmark.summary(built.tasks, task_results)
         blocks = {name: r.to_dict() for name, r in task_results.items()}
+        usage, run_info = invocation.record(usage_summary(built), "ok")
         results: dict[str, Any] = {
             "benchmark": built.benchmark.name,
             "model": model_name,
             "judges": built.panel.names,
+            "demo": bool(built.demo),
+            "demo_endpoints": built.demo,
             "tasks": blocks,
             "summary": summary,
-            "usage": (usage := usage_summary(built)),
+            "usage": usage,
             "totals": _totals(usage),
-            "run": {"started": started, "finished": timestamp(),
-                    "duration_s": round(time.perf_counter() - t0, 3), "seed": int(cfg.seed),
-                    **provenance(run_dir)},
+            "run": {**run_info, "seed": int(cfg.seed), **provenance(run_dir)},
             "config": config,
         }
         if built.budget is not None and built.budget.stopped:
@@ -144,6 +146,11 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None,
             if extras:
                 tracker.log_extra(**extras)
         failed = False
+    except BaseException as exc:
+        if invocation is not None and not invocation.recorded:  # a failed or interrupted invocation spent too
+            invocation.record(usage_summary(built), "interrupted" if isinstance(exc, KeyboardInterrupt)
+                              else "failed")
+        raise
     finally:
         try:
             if tracking:
@@ -209,3 +216,9 @@ def _report_problems(results: dict[str, Any]) -> None:
     if s.get("n_invalid"):
         log.warning("%d sample(s) had a judge reply that could not be parsed, counted as a fail "
                     "(invalid_ids in results.json; the raw replies are in the samples files)", s["n_invalid"])
+    if s.get("n_missing_predictions"):
+        log.warning("%d ground-truth dialogue(s) have no prediction: scored 0 in the summary mean, left out of "
+                    "the domain means (missing_prediction_uuids in results.json)", s["n_missing_predictions"])
+    if s.get("n_extra_predictions"):
+        log.warning("%d prediction(s) match no ground-truth dialogue and were not scored "
+                    "(extra_prediction_uuids in results.json)", s["n_extra_predictions"])

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from runner.benchmarks.base import Benchmark, Task
 from runner.config import allow_code, instantiate, plain
@@ -20,6 +20,9 @@ from runner.models.litellm_model import Endpoint, endpoint_from_config
 from runner.models.local_server import LocalServer
 
 log = logging.getLogger("runner")
+
+EMBEDDED = "embedded:"
+"""How an entry's `origin` starts when the embedded demo model serves it."""
 
 
 @dataclass
@@ -36,7 +39,9 @@ class Built:
     servers: list[tuple[LocalServer, list[Endpoint]]] = field(default_factory=list)
     budget: Budget | None = None
     """The run's spending limit, checked by every endpoint before each request."""
-    """Embedded servers to start once the run is accepted, with the endpoints they serve."""
+    demo: list[str] = field(default_factory=list)
+    """Names of the entries served by the embedded demo model: their numbers prove the pipeline, not a
+    model (results.json `demo`, the table's caveat)."""
 
     def endpoints(self) -> list[Endpoint]:
         """The model under test and every judge."""
@@ -68,11 +73,12 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
     Embedded servers are attached to the entries the selected tasks use; `Built.start_servers` starts them.
     """
     allow_code(list(cfg.get("allow_code") or []))
-    benchmark = instantiate(cfg.benchmark, "benchmark")
+    entries = [plain(j) for j in cfg.judges.panel]
+    benchmark = instantiate(panel_rubrics(cfg.benchmark, _shared_rubrics(entries)), "benchmark")
     tasks = benchmark.build_tasks()
     needs_model = any(t.needs_model for t in tasks)
     needs_judges = any(t.needs_judges for t in tasks)
-    judge_entries = [plain(j) for j in cfg.judges.panel] if needs_judges else []
+    judge_entries = entries if needs_judges else []
     if needs_judges and not judge_entries:
         judged = ", ".join(t.name for t in tasks if t.needs_judges)
         raise ConfigError(f"judges.panel is empty but task(s) {judged} need judges; pick a panel with "
@@ -85,6 +91,13 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
         raise ConfigError(f"model {model_entry['name']} would be graded by the embedded demo judge, which "
                           "only grades the embedded demo model; choose a real panel with judges=NAME "
                           f"({', '.join(p for p in _panels() if p != 'local')}) or your own judges file")
+    audio = [t.name for t in tasks if getattr(t, "needs_audio", False)]
+    if model_entry and model_entry.get("server") and audio:
+        more = f" (and {len(audio) - 1} more task(s))" if len(audio) > 1 else ""
+        raise ConfigError(f"the model under test, {model_entry['name']}, is the embedded demo model and reads "
+                          f"text only, but {audio[0]}{more} plays it audio clips; pick an audio model "
+                          "(model=gpt-4o-audio-preview or model=gemini-2.5-pro) or judge existing replies with "
+                          "benchmark.prediction_dir=DIR")
     cache = ResponseCache(cfg.cache.dir or default_cache_dir()) if cfg.cache.enabled else None
     servers: dict[Any, tuple[LocalServer, list[dict[str, Any]]]] = {}
     for where, entry in [("model", model_entry)] + [(f"judges.panel[{i}]", e)
@@ -109,9 +122,51 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
     budget = Budget(cfg.budget.max_usd, spent=lambda: sum(e.stats.cost_usd for e in endpoints))
     for endpoint in endpoints:
         endpoint.budget = budget
+    demo = [e.name for e in endpoints if (e.origin or "").startswith(EMBEDDED)]
     return Built(benchmark=benchmark, tasks=tasks, model=model, panel=Panel(judges), tracker=tracker,
-                 cache=cache, budget=budget, servers=[(server, [by_entry[id(e)] for e in entries])
-                                       for server, entries in servers.values()])
+                 cache=cache, budget=budget, demo=demo, servers=[(server, [by_entry[id(e)] for e in entries])
+                                                   for server, entries in servers.values()])
+
+
+def _shared_rubrics(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rubrics the panel's judges ask in place of a task's own (their entries' `rubrics`); a panel asks
+    every judge the same prompt, so its judges must agree on them."""
+    maps = [e.get("rubrics") or {} for e in entries]
+    if any(m != maps[0] for m in maps[1:]):
+        names = ", ".join(f"{e.get('name')}: {m or 'none'}" for e, m in zip(entries, maps, strict=True))
+        raise ConfigError(f"judges.panel: the judges ask different rubrics ({names}); a panel asks each sample "
+                          "one prompt, so give every judge the same `rubrics` (or none)")
+    return maps[0] if maps else {}
+
+
+def panel_rubrics(benchmark: Any, rubrics: dict[str, Any]) -> Any:
+    """The benchmark config with every judged scorer whose `rubric` the panel replaces (its judges' `rubrics`,
+    keyed by the rubric's file name) set to the panel's own; the config itself when nothing is replaced.
+
+    The embedded 135M judge passes every reply it is shown under EVE's rubrics, "I don't know." and
+    invented answers alike; it needs questions it can answer (conf/judges/local.yaml, docs/performance.md).
+    """
+    if not rubrics:
+        return benchmark
+    spec = OmegaConf.to_container(benchmark, resolve=True) if isinstance(benchmark, DictConfig) else benchmark
+    replaced = 0
+
+    def walk(node: Any) -> None:
+        nonlocal replaced
+        if isinstance(node, dict):
+            rubric = node.get("rubric")
+            if isinstance(rubric, str) and Path(rubric).name in rubrics:
+                swap = rubrics[Path(rubric).name]
+                node.update(swap if isinstance(swap, dict) else {"rubric": swap})
+                replaced += 1
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return OmegaConf.create(spec) if replaced else benchmark
 
 
 def _panels() -> list[str]:
@@ -129,7 +184,7 @@ def _attach_server(entry: dict[str, Any], where: str,
     # The embedded server takes any key; litellm's openai provider insists on having one. Its address
     # is new every run, so caches and fingerprints know it by what it serves.
     entry["api_key"] = entry.get("api_key") or "local"
-    entry["origin"] = f"embedded:{server.gguf}"
+    entry["origin"] = f"{EMBEDDED}{server.gguf}"
     # It runs on this machine: its calls cost nothing (a known price of 0, not an unknown one).
     entry["pricing"] = entry.get("pricing") or {"input_per_mtok": 0.0, "output_per_mtok": 0.0}
     entry.pop("server", None)

@@ -76,22 +76,31 @@ def win_rate_chart(shares: Mapping[str, tuple[float, float, float]], model_a: st
     return _save(fig, path)
 
 
-# Metrics that lead a task in the sweep report's bar chart, in order of preference.
-HEADLINE_METRICS = ("judge_voting", "accuracy", "iou", "f1", "mean_dialogue_score")
+# Rows that are no metric of the task itself (the panel's reliability, beside its scores).
+_NOT_HEADLINE = ("fleiss_kappa",)
+
+
+def headline_metrics(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """`benchmark/task` -> its headline metric: the first metric the task reports in results.json, as in
+    `summary.headline` and the sweep's pairs; a task whose headline is no rate in [0, 1] (a count) has none."""
+    picked: dict[str, str] = {}
+    for r in rows:
+        key = f"{r['benchmark']}/{r['task']}"
+        if key not in picked and r["metric"] not in _NOT_HEADLINE:
+            picked[key] = r["metric"]
+    values = {key: [_num(r["value"]) for r in rows if f"{r['benchmark']}/{r['task']}" == key
+                    and r["metric"] == metric] for key, metric in picked.items()}
+    return {key: metric for key, metric in picked.items()
+            if all(v != v or 0.0 <= v <= 1.0 for v in values[key])}
 
 
 def comparison_bars(rows: list[dict[str, Any]], path: Path) -> Path | None:
     """Sweep report: one group of bars per task (its headline metric), one bar per model, with intervals.
 
-    `rows` are report rows (model, benchmark, task, metric, value, ci_low, ci_high). None when no task
-    has a headline metric in [0, 1].
+    `rows` are report rows (model, benchmark, task, metric, value, ci_low, ci_high), each task's metrics in
+    results.json order. None when no task has a headline metric in [0, 1].
     """
-    picked: dict[str, str] = {}
-    for r in rows:
-        metrics = {x["metric"] for x in rows if x["task"] == r["task"] and x["benchmark"] == r["benchmark"]}
-        best = next((m for m in HEADLINE_METRICS if m in metrics), None)
-        if best:
-            picked[f"{r['benchmark']}/{r['task']}"] = best
+    picked = headline_metrics(rows)
     if not picked:
         return None
     models = list(dict.fromkeys(r["model"] for r in rows))

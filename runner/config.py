@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,10 @@ class ModelConfig:
     """Seconds before the first retry; doubles each retry (with jitter), unless Retry-After says otherwise."""
     server: dict[str, Any] | None = None
     """An embedded server to start for this entry (`_target_` into runner.models.local_server)."""
+    rubrics: dict[str, Any] = field(default_factory=dict)
+    """As a judge: the rubrics it asks in place of a task's own, by file name, e.g. `{judge_refusal.j2:
+    {rubric: judge_refusal_small.j2, structured: false}}` (keys of the task's judged scorer). The embedded
+    demo judge needs questions a 135M model can answer (runner/build.py `panel_rubrics`)."""
     pricing: Any = None
     """`{input_per_mtok: X, output_per_mtok: Y}` (USD per million tokens): overrides litellm's prices.
     Typed Any because OmegaConf cannot merge a `model.pricing={...}` override into a null Optional[Dict];
@@ -59,10 +64,6 @@ class JudgesConfig:
     """A judge panel: who grades."""
 
     panel: list[ModelConfig] = field(default_factory=list)
-    rubrics: dict[str, Any] = field(default_factory=dict)
-    """Rubrics this panel asks in place of a task's own, by file name: `{judge_refusal.j2: {rubric:
-    judge_refusal_small.j2, structured: false}}` (keys of the task's judged scorer). The embedded demo
-    judge needs questions a 135M model can answer (runner/build.py `panel_rubrics`)."""
 
 
 @dataclass
@@ -135,11 +136,43 @@ def package_dir(relative: str) -> str:
     return str(Path(__file__).resolve().parent / relative)
 
 
+def swept(sweep_dir: str | Path, job_overrides: list[str]) -> str:
+    """What this job of a -m sweep was given of what the sweep varies, e.g. `openai-a` for the job
+    `model.model=openai/a` of `-m model.model=openai/a,openai/b`: the values of the sweep's swept keys
+    (read from the sweep's `multirun.yaml`), joined by `,`, safe as a folder name; "" when none."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        saved = OmegaConf.load(Path(sweep_dir) / "multirun.yaml")
+        parser = OverridesParser.create()
+        keys = [o.key_or_group for o in parser.parse_overrides(list(saved.hydra.overrides.task))
+                if o.is_sweep_override()]
+        mine = {o.key_or_group: o.get_value_element_as_str() for o in parser.parse_overrides(job_overrides)}
+    except Exception:  # noqa: BLE001 - no sweep file (a job run by hand): nothing is known to vary
+        return ""
+    values = [_safe(mine[k]) for k in keys if k in mine]
+    return ",".join(v for v in values if v)[:80]
+
+
+def _safe(value: str) -> str:
+    return re.sub(r"[^\w.,=+-]+", "-", value).strip("-")
+
+
+def job_dir(*, _root_: Any) -> str:
+    """`hydra.sweep.subdir` (conf/config.yaml): the job number and what the sweep varies, so two jobs of
+    `-m model=openai-compatible model.model=a,b` are `0_a` and `1_b`; the model choice when nothing varies."""
+    hydra = _root_.hydra
+    varied = swept(str(hydra.sweep.dir), list(hydra.overrides.task))
+    return f"{hydra.job.num}_{varied or hydra.runtime.choices.get('model')}"
+
+
 def register() -> None:
     """Make the schema and resolvers known to Hydra (idempotent); conf/config.yaml lists the schema first."""
     ConfigStore.instance().store(name="runner_schema", node=RunnerConfig)
     if not OmegaConf.has_resolver("runner.package_dir"):
         OmegaConf.register_new_resolver("runner.package_dir", package_dir)
+    if not OmegaConf.has_resolver("runner.job_dir"):
+        OmegaConf.register_new_resolver("runner.job_dir", job_dir)
 
 
 def plain(cfg: Any) -> Any:

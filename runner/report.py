@@ -34,7 +34,7 @@ def find_results(root: Path) -> list[Path]:
 
 def rows_of(results: dict[str, Any], model: str | None = None) -> list[dict[str, Any]]:
     """One row per task metric, its 95 % interval taken from the task's `ci` in results.json (none when the
-    run has none for it); `model` names the job when results.json has no model (judge-only benchmarks)."""
+    run has none for it); `model` names the job (the report's label), else results.json's model."""
     rows = []
     for task, block in (results.get("tasks") or {}).items():
         if not isinstance(block, dict):
@@ -50,7 +50,7 @@ def rows_of(results: dict[str, Any], model: str | None = None) -> list[dict[str,
             interval = intervals.get(metric)
             low, high = interval if isinstance(interval, (list, tuple)) and len(interval) == 2 else (None, None)
             se = errs.get(metric)
-            rows.append({"model": results.get("model") or model, "benchmark": results.get("benchmark"),
+            rows.append({"model": model or results.get("model"), "benchmark": results.get("benchmark"),
                          "task": task, "metric": metric, "value": value,
                          "stderr": float(se) if isinstance(se, (int, float)) else None,
                          "ci_low": low, "ci_high": high, "n": block.get("n")})
@@ -61,15 +61,23 @@ def cost_of(results: dict[str, Any]) -> dict[str, Any]:
     """Tokens and cost of a run, the model under test and the judges apart."""
     out = {"model": results.get("model"), "benchmark": results.get("benchmark"), "model_cost": 0.0,
            "judge_cost": 0.0, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0,
-           "duration_s": (results.get("run") or {}).get("duration_s")}
+           "duration_s": (results.get("run") or {}).get("duration_s"), "demo": bool(results.get("demo"))}
+    roles = set()
     for usage in (results.get("usage") or {}).values():
         side = "model_cost" if usage.get("role") == "model" else "judge_cost"
+        roles.add(side)
         cost = usage.get("cost_usd", usage.get("cost", 0.0))  # null: a price that is not known
         out[side] = None if cost is None or out[side] is None else out[side] + cost
         out["prompt_tokens"] += usage.get("prompt_tokens", 0)
         out["completion_tokens"] += usage.get("completion_tokens", 0)
         out["cache_hits"] += usage.get("cached_requests", usage.get("cache_hits", 0))
+    for side in {"model_cost", "judge_cost"} - roles:  # no such endpoint (a judge-only run): no cost at all
+        out[side] = NONE
     return out
+
+
+NONE = "—"
+"""A cost column of a run that has no such endpoint (no model under test, or no judge)."""
 
 
 def _fmt(value: Any) -> str:
@@ -102,10 +110,15 @@ def markdown(rows: list[dict[str, Any]], costs: list[dict[str, Any]], failed: li
               "## Cost", "", "| model | benchmark | model cost ($) | judge cost ($) | prompt tokens | "
               "completion tokens | cache hits | duration (s) |", "|---|---|---|---|---|---|---|---|"]
     for c in costs:
+        duration = c["duration_s"]
         lines.append(f"| {c['model']} | {c['benchmark']} | {_fmt(c['model_cost']) or 'unknown'} | "
                      f"{_fmt(c['judge_cost']) or 'unknown'} | "
                      f"{c['prompt_tokens']} | {c['completion_tokens']} | {c['cache_hits']} | "
-                     f"{_fmt(c['duration_s'])} |")
+                     f"{f'{duration:.1f}' if isinstance(duration, (int, float)) else ''} |")
+    demo = [c["model"] for c in costs if c.get("demo")]
+    if demo:
+        lines += ["", f"Demo runs ({', '.join(demo)}): the embedded SmolLM2-135M model answered or judged them; "
+                  "their numbers show the pipeline works, not what a model can do."]
     if failed:
         lines += ["", "## Failed jobs", ""] + [f"- {f}" for f in failed]
     return "\n".join(lines) + "\n"
@@ -118,7 +131,8 @@ def failed_jobs(root: Path) -> list[str]:
 
 
 def read_jobs(root: Path) -> list[Job]:
-    """Every run below `root` with a readable results.json (an unreadable one is logged and left out)."""
+    """Every run below `root` with a readable results.json (an unreadable one is logged and left out), each
+    labelled so that no two runs share a label (`distinct_labels`)."""
     jobs = []
     for path in find_results(root):
         try:
@@ -128,7 +142,47 @@ def read_jobs(root: Path) -> list[Job]:
             continue
         if isinstance(results, dict):
             jobs.append(Job(run_dir=path.parent, label=job_label(root, path, results), results=results))
+    distinct_labels(root, jobs)
     return jobs
+
+
+def distinct_labels(root: Path, jobs: list[Job]) -> None:
+    """Runs that share a label (two jobs of one model entry, say `-m model=openai-compatible
+    model.model=a,b`) are told apart by the overrides in which they differ, e.g. `openai-compatible
+    (model.model=a)`, else by their run dir; runs of the same label and benchmark would merge otherwise."""
+    groups: dict[str, list[Job]] = defaultdict(list)
+    for job in jobs:
+        groups[job.label].append(job)
+    for label, group in groups.items():
+        if len(group) < 2:
+            continue
+        given = [_overrides(job.run_dir) for job in group]
+        varied = [k for k in dict.fromkeys(k for g in given for k in g) if len({g.get(k) for g in given}) > 1]
+        for job, overrides in zip(group, given, strict=True):
+            parts = [f"{k}={overrides[k]}" for k in varied if k in overrides]
+            job.label = f"{label} ({', '.join(parts)})" if parts else f"{label} ({_relative(root, job.run_dir)})"
+        if len({job.label for job in group}) < len(group):  # the overrides do not tell them apart
+            for job in group:
+                job.label = f"{label} ({_relative(root, job.run_dir)})"
+
+
+def _overrides(run_dir: Path) -> dict[str, str]:
+    """The run's command-line overrides (`.hydra/overrides.yaml`) as {key: value}; {} when not saved."""
+    try:
+        from omegaconf import OmegaConf
+
+        items = OmegaConf.load(run_dir / ".hydra" / "overrides.yaml")
+    except Exception:  # noqa: BLE001 - a run started from Python has none; its run dir names it
+        return {}
+    pairs = (str(item).partition("=") for item in items)
+    return {key.lstrip("+~"): value for key, _, value in pairs if key and not key.startswith("hydra.")}
+
+
+def _relative(root: Path, run_dir: Path) -> str:
+    try:
+        return str(run_dir.relative_to(root))
+    except ValueError:
+        return str(run_dir)
 
 
 def _write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> None:

@@ -115,8 +115,11 @@ def test_a_partial_run_dir_is_planned_for_its_unfinished_samples_only(fake_llm, 
     assert plan["endpoints"]["fake-model"]["requests"] == left
     assert plan["endpoints"]["judge1"]["requests"] == plan["endpoints"]["judge2"]["requests"] == judged
 
-    resumed = run_in_process(eve(fake_llm.base_url, run_dir), run_dir)
-    assert requests_sent(resumed) == {n: b["requests"] for n, b in plan["endpoints"].items()}
+    run_in_process(eve(fake_llm.base_url, run_dir), run_dir)
+    from runner.accounting import read_invocations  # results.json's usage adds up every invocation
+
+    last = read_invocations(run_dir)[-1]["usage"]
+    assert {n: u["requests"] for n, u in last.items()} == {n: b["requests"] for n, b in plan["endpoints"].items()}
 
 
 def test_rejudging_plans_no_model_request_and_judge_prompts_with_the_recorded_replies(fake_llm, tmp_path):

@@ -31,6 +31,10 @@ def test_default_run_uses_the_embedded_model_and_leaves_an_offline_wandb_run(tmp
     assert set(results["tasks"]) == {"mcqa_single_answer", "mcqa_multiple_answers", "open_ended",
                                      "open_ended_w_context", "refusal", "hallucination_detection"}
     assert all(block["n"] == 1 and block["n_errors"] == 0 for block in results["tasks"].values())
+    # the embedded judge's grammar always yields a readable verdict, and the run says it is a demo
+    assert all(block["n_invalid"] == 0 for block in results["tasks"].values())
+    assert results["demo"] is True and sorted(results["demo_endpoints"]) == ["smollm2-135m", "smollm2-judge"]
+    assert "DEMO: smollm2-135m, smollm2-judge = the embedded SmolLM2-135M model" in proc.stdout
     served = results["usage"]["smollm2-135m"]["served_models"]
     assert served == ["SmolLM2-135M-Instruct.Q4_1"]
     assert list(run_dir.glob("wandb/offline-run-*"))

@@ -189,7 +189,11 @@ def test_offline_run_records_config_metrics_table_and_artifact(
     with caplog.at_level(logging.INFO, logger="runner.tracking"):
         sync_dir = _run_once(run_dir, "eve-qwen")
     assert sync_dir.parent == run_dir / "wandb"
-    assert any("wandb sync " + str(sync_dir) in m for m in caplog.messages)
+    run_id = (run_dir / "wandb-run-id").read_text().strip()
+    assert sync_dir.name.endswith(f"-{run_id}")
+    # the line names both ways to look at the offline run: locally (wandb leet) and uploaded (wandb sync)
+    assert any(f"wandb sync {sync_dir.parent}/offline-run-*-{run_id}" in m and f"wandb leet {sync_dir.parent}" in m
+               for m in caplog.messages)
 
     got = read_offline_run(sync_dir)
     run = got["run"]
@@ -322,3 +326,16 @@ def test_importing_the_module_does_not_import_wandb() -> None:
     code = ("import sys, runner.tracking.wandb_tracker as m; m.WandbTracker(); "
             "assert 'wandb' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+def test_every_invocation_into_a_run_dir_logs_to_its_one_wandb_run(offline_env: Path) -> None:
+    """Issue 17: a failed, then resumed, run left a second W&B run beside the first; now one run id per run
+    dir, kept in the run dir, and each offline folder carries it (wandb sync uploads them as one run)."""
+    run_dir = offline_env / "outputs" / "resumed"
+    first = _run_once(run_dir, "eve-qwen", failed=True)
+    second = _run_once(run_dir, "eve-qwen")
+    run_id = (run_dir / "wandb-run-id").read_text().strip()
+    assert first != second
+    assert {read_offline_run(d)["run"].run_id for d in (first, second)} == {run_id}
+    other = _run_once(offline_env / "outputs" / "other", "eve-qwen")
+    assert read_offline_run(other)["run"].run_id != run_id

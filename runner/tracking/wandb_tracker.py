@@ -7,6 +7,7 @@ import logging
 import netrc
 import os
 import re
+import uuid
 from pathlib import Path
 from typing import Any, Literal, cast
 from urllib.parse import urlparse
@@ -152,6 +153,25 @@ def task_values(task: str, result: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+RUN_ID_FILE = "wandb-run-id"
+"""In the run dir: the id of its W&B run, so every invocation into the run dir logs to the same run."""
+
+
+def run_id(run_dir: Path) -> str:
+    """The run dir's W&B run id, made (and kept in the run dir) on first use."""
+    path = Path(run_dir) / RUN_ID_FILE
+    try:
+        known = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        known = ""
+    if re.fullmatch(r"[a-z0-9]{8,64}", known):
+        return known
+    new = uuid.uuid4().hex[:16]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(new + "\n", encoding="utf-8")
+    return new
+
+
 class WandbTracker:
     """`tracker=wandb`: one W&B run per evaluation run, offline unless the user is logged in."""
 
@@ -185,6 +205,9 @@ class WandbTracker:
         all_tags = list(dict.fromkeys([*self.tags, *tags]))  # dedupe, keep order
         self._run = wandb.init(
             project=self.project, entity=self.entity, name=name, group=group, tags=all_tags,
+            # One W&B run per run dir: a resumed or re-run invocation continues it (offline, each invocation
+            # writes its own offline-run-*-<id> folder; `wandb sync` uploads them in order as one run).
+            id=run_id(self._run_dir), resume="allow",
             # What kind of run this is, for W&B's filters: an evaluation, or a re-judging of one.
             job_type="rejudge" if config.get("rejudge") else "eval",
             # cast: WANDB_MODE may also hold the aliases wandb's settings accept (dryrun, run).
@@ -260,9 +283,9 @@ class WandbTracker:
             log.warning("W&B: could not finish the run: %s", exc)
             return
         if run.settings.mode in ("offline", "dryrun"):  # "dryrun" is wandb's old name for offline
-            sync_dir = run.settings.sync_dir
-            log.info("W&B offline run saved in %s; upload it with: wandb sync %s",
-                     sync_dir, sync_dir)
+            folder = Path(run.settings.sync_dir).parent
+            log.info("W&B offline run saved in %s; look at it here with: wandb leet %s; upload it with: "
+                     "wandb sync %s", run.settings.sync_dir, folder, folder / f"offline-run-*-{run.id}")
 
     @staticmethod
     def _upload_results(run: Any, run_dir: Path) -> None:

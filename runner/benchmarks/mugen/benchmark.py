@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
+import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from runner.benchmarks.base import Benchmark, Loaded, Task, require
 from runner.benchmarks.mugen.predictions import TaskPredictions, check_record, scan
@@ -190,7 +193,10 @@ class MugenBenchmark(Benchmark):
     @staticmethod
     def _dataset_rows(dataset: str, split: str) -> tuple[Any, Any]:
         """(rows without audio columns to iterate, row access by index with the audio undecoded)."""
-        ds = open_dataset(dataset, split, decode_media=False)
+        if Path(dataset).exists():  # a hub-layout folder on disk
+            ds = open_dataset(dataset, split, decode_media=False)
+        else:
+            ds = hub_dataset_or_stop(dataset, split)
         audio = [c for c, f in ds.features.items() if type(f).__name__ == "Audio"]
         view = ds.select_columns([c for c in ds.column_names if c not in audio]) if audio else ds
         return view, ds.__getitem__
@@ -217,6 +223,50 @@ class MugenBenchmark(Benchmark):
                    "dimensions": {d: _wilson(counts.correct[d], counts.judged[d]) for d in counts.dimensions}},
         })
         return out
+
+
+FIXTURE = ("python -m runner.benchmarks.mugen.fixture DIR, then python -m runner benchmark=mugen "
+           "benchmark.data_dir=DIR model=gpt-4o-audio-preview judges=mugen (or benchmark.prediction_dir=DIR to judge "
+           "existing predictions)")
+"""What to do without the hub: MUGEN's own offline data dir, generated on this machine."""
+
+
+def hub_dataset_or_stop(dataset: str, split: str) -> Any:
+    """A hub dataset, from the hub or the local cache; stops at once (DataError naming MUGEN's offline fixture)
+    when neither has it, instead of the hub client's retries (~30 s, each message twice, per task)."""
+    reason = hub_unreachable()
+    if reason:
+        os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"  # the cache only, no retries
+    try:
+        return open_dataset(dataset, split, decode_media=False)
+    except MissingSplit:
+        raise
+    except DataError as exc:
+        if not (reason or _offline()):
+            raise
+        raise DataError(f"benchmark=mugen: {dataset} (split {split}) is not in the local cache and the Hugging "
+                        f"Face hub {reason or 'is switched off (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)'}; to run "
+                        f"MUGEN offline: {FIXTURE}") from exc
+
+
+def _offline() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+@functools.cache
+def hub_unreachable(timeout: float = 3.0) -> str | None:
+    """Why the hub cannot be reached (name lookup or TCP connect within `timeout`), or None; None also when
+    offline mode is set (nothing is tried: the cache is all there is)."""
+    if _offline():
+        return None
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = endpoint.hostname or "huggingface.co", endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        return f"cannot be reached ({host}:{port}: {exc.strerror or exc})"
+    return None
 
 
 def _wilson(correct: int, n: int) -> list[float] | None:

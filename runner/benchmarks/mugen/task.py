@@ -61,6 +61,8 @@ class MugenTask(Task):
         self.dimension = DIMENSION_OF[name]
         self.predictions = bool(predictions)
         self.needs_model = not self.predictions
+        self.needs_audio = self.needs_model
+        """The model under test hears audio clips (runner/build.py refuses a text-only embedded model)."""
         self.strict = bool(strict)
         self.self_consistency = int(self_consistency)
         self.seeded = self.self_consistency > 1  # its candidate orders are shuffled from the seed

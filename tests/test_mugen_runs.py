@@ -15,6 +15,7 @@ from conftest import TESTS, fake_model_overrides, read_jsonl, run_in_process
 
 from runner.benchmarks.mugen.choice import read_choice
 from runner.errors import DataError
+from runner.provenance import rows_sha256
 
 PREDICTIONS = TESTS / "fixtures" / "mugen" / "predictions"
 LINES_FORMAT = "Explanation: <one or two sentences"
@@ -73,6 +74,9 @@ def test_judging_the_fixture_folder_applies_the_rubric_and_writes_mugen_files(fa
     assert text.startswith('[\n    {\n        "id": 0,')  # json.dump(indent=4), as MUGEN writes it
 
     assert results["tasks"]["Keyword_Spotting"]["metrics"] == {"accuracy": pytest.approx(4 / 10)}
+    data = results["tasks"]["Keyword_Spotting"]["data"]  # the prediction file's records, digested
+    assert data == {"source": str(PREDICTIONS / "Keyword_Spotting" / "output.json"), "revision": None, "rows": 10,
+                    "sha256": rows_sha256(source)[1]}
     # Intent_Classification has no ids: the row index stands in. Audio 1, **C**, (D) for (E), Audio 2 (B).
     assert results["tasks"]["Intent_Classification"]["metrics"] == {"accuracy": pytest.approx(3 / 4)}
     assert [r["id"] for r in read_jsonl(run / "samples" / "Intent_Classification.jsonl")] == [0, 1, 2, 3]

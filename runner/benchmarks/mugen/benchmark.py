@@ -26,6 +26,7 @@ from runner.benchmarks.mugen.scores import tally
 from runner.benchmarks.mugen.task import MugenTask
 from runner.errors import ConfigError, DataError
 from runner.metrics.intervals import wilson
+from runner.provenance import data_block
 from runner.sources import BAD_ROW, MissingSplit, local_task_file, open_dataset, read_jsonl
 from runner.store import record_key
 from runner.types import Sample, TaskResult
@@ -123,8 +124,10 @@ class MugenBenchmark(Benchmark):
         samples: list[Sample] = []
         bad: list[tuple[Any, str]] = []
         seen: dict[str, int] = {}
+        used = len(preds.records)
         for index, rec in enumerate(preds.records):
             if self._full(samples, bad):
+                used = index
                 break
             sid = row_id(rec, index) if isinstance(rec, dict) else index
             problem = check_record(rec, index, preds.path)
@@ -144,7 +147,8 @@ class MugenBenchmark(Benchmark):
                             index, sid, "response is null" if "response" in rec else "no response field")
             task.responses[record_key(sid)] = rec.get("response")
             samples.append(Sample(id=sid, input=rec["instruction"], target=rec["answer"], metadata={"record": rec}))
-        return Loaded(shots=[], samples=samples, bad=bad)
+        return Loaded(shots=[], samples=samples, bad=bad,
+                      data=data_block(str(preds.path), None, preds.records[:used]))
 
     def _load_dataset(self, task: MugenTask) -> Loaded:
         """Rows without their audio (fetched per sample when asked, so no task sits in memory whole)."""
@@ -167,9 +171,11 @@ class MugenBenchmark(Benchmark):
         samples: list[Sample] = []
         bad: list[tuple[Any, str]] = []
         seen: set[str] = set()
+        used: list[Any] = []  # the rows read (without their audio, which is fetched per sample)
         for index, row in enumerate(rows):
             if self._full(samples, bad):
                 break
+            used.append(row)
             if BAD_ROW in row:
                 bad.append((index, row[BAD_ROW]))
                 task.order.append(index)
@@ -188,7 +194,8 @@ class MugenBenchmark(Benchmark):
                 continue
             samples.append(Sample(id=sid, input=str(row["instruction"]), target=str(row["answer"]).strip(),
                                   metadata={"fetch": functools.partial(fetch, index), "base_dir": base_dir}))
-        return Loaded(shots=[], samples=samples, bad=bad)
+        source = f"{self.data_dir}/{task.name}" if self.data_dir else f"{task.dataset} (split {task.split})"
+        return Loaded(shots=[], samples=samples, bad=bad, data=data_block(source, task.revision, used))
 
     @staticmethod
     def _dataset_rows(dataset: str, split: str) -> tuple[Any, Any]:

@@ -122,6 +122,11 @@ def _exit_if_jobs_failed() -> None:
 
 def main() -> None:
     """Console entry point."""
+    if "--version" in sys.argv[1:]:  # Hydra's own --version would name Hydra's version, not the runner's
+        from runner import __version__
+
+        print(f"runner {__version__}")
+        return
     # litellm (seconds to import) is imported on the first request that misses the cache, in a thread:
     # starting it here competes with config composition for the GIL (bench/bench_mcq.py measured it).
     import hydra

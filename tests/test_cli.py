@@ -98,3 +98,21 @@ def test_unreachable_endpoint_stops_the_run_with_one_line(tmp_path):
                ["benchmark.tasks=[mcqa_single_answer]", "model.max_retries=1", "model.backoff=0.01"])
     line = one_line_error(proc)
     assert f"127.0.0.1:{port}" in line and "fake-model" in line
+
+
+def test_version_names_the_runner_and_its_version(tmp_path):
+    import runner
+
+    for command in ([sys.executable, "-m", "runner", "--version"], [str(Path(sys.executable).parent / "runner"),
+                                                                     "--version"]):
+        proc = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"runner {runner.__version__}\n", "")
+
+
+def test_the_log_file_is_runner_log(fake_llm, tmp_path):
+    run_dir = tmp_path / "run"
+    proc = cli(fake_model_overrides(fake_llm.base_url) + [
+        "benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}", "benchmark.tasks=[mcqa_single_answer]",
+        "benchmark.limit=1", "tracker=none", "cache.enabled=false", f"hydra.run.dir={run_dir}"])
+    assert proc.returncode == 0, proc.stderr
+    assert (run_dir / "runner.log").is_file() and not (run_dir / "__main__.log").exists()

@@ -236,7 +236,7 @@ def test_cli_dry_run_sweep_writes_a_plan_per_job_and_nothing_else(fake_llm, tmp_
     jobs = sorted(p for p in sweep.iterdir() if p.is_dir() and p.name != "report")
     assert len(jobs) == 2
     for job in jobs:  # (the log file is Hydra's, written when the benchmark logs how it paired the files)
-        assert files_in(job) - {"__main__.log"} == {"plan.json"}, "no .hydra, samples or results"
+        assert files_in(job) - {"runner.log"} == {"plan.json"}, "no .hydra, samples or results"
     total = sweep_plan(sweep)
     assert total is not None and total["jobs"] == 2
     assert total["tasks"] == {"x_vs_y": {"samples": 10}}

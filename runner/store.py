@@ -21,6 +21,21 @@ def key_of(record: dict[str, Any]) -> str:
     return record_key(record["id"], int(record.get("epoch") or 0))
 
 
+def read_records(path: Path) -> dict[str, dict[str, Any]]:
+    """The records of one samples file by sample and epoch (`key_of`); a later line for the same key replaces
+    an earlier one (resume, refresh) and a torn line from a killed run is skipped."""
+    out: dict[str, dict[str, Any]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and "id" in rec:
+                out[key_of(rec)] = rec
+    return out
+
+
 class SampleStore:
     """Per-task JSONL files of sample records; the source of truth for resume and for every metric."""
 
@@ -38,19 +53,8 @@ class SampleStore:
 
         A torn last line (the process was killed mid-write) is skipped: that sample is simply re-run.
         """
-        out: dict[str, dict[str, Any]] = {}
         path = self.path(task)
-        if not path.exists():
-            return out
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(rec, dict) and "id" in rec:
-                    out[key_of(rec)] = rec
-        return out
+        return read_records(path) if path.exists() else {}
 
     def append(self, record: dict[str, Any]) -> None:
         """Append one record and flush it, so a killed run keeps every finished sample."""

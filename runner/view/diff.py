@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.view.records import Run, sample_key
+from runner.store import key_of
+from runner.view.records import Run
 from runner.view.rows import Strings, default_score, pairwise_models, sample_row, score_keys
 
 
@@ -18,12 +19,12 @@ def task_diff(name: str, a: list[dict[str, Any]], b: list[dict[str, Any]], block
     """
     pairwise = pairwise_models(a) or pairwise_models(b)
     key = default_score(score_keys(a), block, pairwise)
-    by_b = {sample_key(r): r for r in b}
-    keys_a = {sample_key(r) for r in a}
+    by_b = {key_of(r): r for r in b}
+    keys_a = {key_of(r) for r in a}
     pairs: list[dict[str, Any]] = []
     n_paired = 0
     for record in a:
-        other = by_b.get(sample_key(record))
+        other = by_b.get(key_of(record))
         if other is None:
             continue
         n_paired += 1
@@ -35,8 +36,8 @@ def task_diff(name: str, a: list[dict[str, Any]], b: list[dict[str, Any]], block
     deltas = [p["delta"] for p in pairs if p["delta"] is not None]
     return {"name": name, "score_key": key, "pairwise": pairwise, "n_paired": n_paired, "pairs": pairs,
             "a_better": sum(1 for d in deltas if d > 0), "b_better": sum(1 for d in deltas if d < 0),
-            "only_a": [sample_key(r) for r in a if sample_key(r) not in by_b],
-            "only_b": [sample_key(r) for r in b if sample_key(r) not in keys_a]}
+            "only_a": [key_of(r) for r in a if key_of(r) not in by_b],
+            "only_b": [key_of(r) for r in b if key_of(r) not in keys_a]}
 
 
 def diff_data(a: Run, b: Run) -> dict[str, Any]:

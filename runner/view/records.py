@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import DataError
+from runner.store import latest, read_records
 
 SKIPPED_DIRS = frozenset({"report", "view", "samples", ".hydra", "wandb", "mcp_logs"})
 """Folders below a sweep dir that never hold a job's run dir (walking them would only cost time)."""
@@ -65,36 +66,9 @@ def read_results(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def sample_key(record: dict[str, Any]) -> str:
-    """A sample's identity in a samples file: its id (as a string, so 3 and "3" agree) and its epoch."""
-    epoch = record.get("epoch")
-    return str(record.get("id")) if epoch in (None, 0) else f"{record.get('id')}#{epoch}"
-
-
 def read_samples(path: Path) -> list[dict[str, Any]]:
-    """The latest record per sample of one samples file, in id order (then epoch).
-
-    A later line for the same sample replaces an earlier one (resume, refresh) and a torn line from a
-    killed run is skipped, as the runner itself reads the file.
-    """
-    latest: dict[str, dict[str, Any]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and "id" in record:
-                latest[sample_key(record)] = record
-    return sorted(latest.values(), key=_order)
-
-
-def _order(record: dict[str, Any]) -> tuple[int, Any, int]:
-    value, epoch = record.get("id"), record.get("epoch")
-    epoch_order = epoch if isinstance(epoch, int) else 0
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return (0, value, epoch_order)
-    return (1, str(value), epoch_order)
+    """The latest record per sample of one samples file, in id order (then epoch), read as the runner reads it."""
+    return latest(read_records(path).values())
 
 
 def read_run(run_dir: Path) -> Run:

@@ -9,9 +9,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
-
-
 # Read before main() sets HYDRA_FULL_ERROR for its own use: did the *user* ask for tracebacks?
 _DEBUG = bool(os.environ.get("RUNNER_DEBUG") or os.environ.get("HYDRA_FULL_ERROR"))
 
@@ -133,7 +130,8 @@ def main() -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from runner.config import register, schema_key_problem
+    from runner.config import register, schema_key_problem, unknown_key_problem
+    from runner.paths import conf_dir
 
     register()
     # When an endpoint stops the run (dead, refused), the calls still in flight are cancelled; litellm may
@@ -145,7 +143,7 @@ def main() -> None:
         problem = schema_key_problem(arg)
         if problem:
             _fail(f"config: {problem}", 2)
-    app = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")(_job)
+    app = hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")(_job)
     # Make Hydra raise instead of printing its multi-line report, so we can print one line.
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
@@ -154,10 +152,15 @@ def main() -> None:
     except (HydraException, OmegaConfBaseException) as exc:
         if _debug():
             raise
-        _fail(f"config: {_one_line(exc)}", 2)
+        _fail(f"config: {unknown_key_problem(exc) or _one_line(exc)}", 2)
+    except BrokenPipeError:  # `runner --help | head`: the reader has gone, so stop as quietly as other tools
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else the exit flush fails again
+        sys.exit(141)  # 128 + SIGPIPE, what a shell reports for a command a closed pipe ended
     except Exception as exc:  # noqa: BLE001 - a bug: say so in one line; RUNNER_DEBUG=1 shows the traceback
         if _debug():
             raise
+        if isinstance(exc, ValueError) and str(exc).startswith("Only one of --run"):  # Hydra's flags, misused
+            _fail(f"command line: {exc}", 2)
         _fail(f"internal error: {type(exc).__name__}: {_one_line(exc)} (run with RUNNER_DEBUG=1 for the "
               "traceback, and please report it)", 1)
 

@@ -18,6 +18,7 @@ from runner.models.budget import Budget
 from runner.models.cache import ResponseCache, default_cache_dir
 from runner.models.litellm_model import Endpoint, endpoint_from_config
 from runner.models.local_server import LocalServer
+from runner.paths import conf_dir
 
 log = logging.getLogger("runner")
 
@@ -171,7 +172,7 @@ def panel_rubrics(benchmark: Any, rubrics: dict[str, Any]) -> Any:
 
 def _panels() -> list[str]:
     """The judge panels shipped in conf/judges (a user's own come through hydra.searchpath)."""
-    folder = Path(__file__).resolve().parent.parent / "conf" / "judges"
+    folder = conf_dir() / "judges"
     return sorted(p.stem for p in folder.glob("*.yaml") if p.stem != "none")
 
 

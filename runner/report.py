@@ -293,7 +293,7 @@ def _track(config: Any, report: dict[str, Any], group: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m runner.report DIR`."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m runner.report", description=__doc__.splitlines()[0])
     parser.add_argument("dir", type=Path, help="a sweep dir, or any folder holding run dirs")
     args = parser.parse_args(argv)
     if not args.dir.is_dir():

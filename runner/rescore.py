@@ -68,7 +68,7 @@ def rescored(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point: print the recomputed blocks; --write updates results.json."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m runner.rescore", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--write", action="store_true",
                         help="replace the tasks and summary blocks of results.json")

@@ -70,7 +70,6 @@ def test_secrets_never_reach_the_run_dir_or_wandb(fake_llm, tmp_path):
 @pytest.mark.parametrize("extra, expected", [
     (["benchmark.data_dir=/nonexistent/dir"], "benchmark.data_dir"),
     (["benchmark.tasks=[mcqa_single]"], "did you mean 'mcqa_single_answer'"),
-    (["model.concurency=3"], "concurency"),
     (["+model.concurency=3"], "'+' cannot add one (did you mean model.concurrency?)"),
     (["+seed=3"], "seed exists already; set it without the '+'"),
     (["benchmark=nosuchbenchmark"], "nosuchbenchmark"),
@@ -78,6 +77,44 @@ def test_secrets_never_reach_the_run_dir_or_wandb(fake_llm, tmp_path):
 def test_bad_input_gives_one_clear_line_and_nonzero_exit(tmp_path, extra, expected):
     proc = cli(base_args("http://127.0.0.1:9/v1", tmp_path / "run") + extra)
     assert expected in one_line_error(proc)
+
+
+def test_a_mistyped_key_names_the_key_and_its_close_match(tmp_path):
+    from runner.config import ModelConfig, _fields
+
+    proc = cli(base_args("http://127.0.0.1:9/v1", tmp_path / "run") + ["model.concurency=3"])
+    assert proc.returncode == 2  # a config error (CONTRACT "exit statuses")
+    assert one_line_error(proc) == ("error: config: model.concurency is not a key of the runner's config (did you "
+                                    "mean model.concurrency?); the keys of model are: "
+                                    + ", ".join(_fields(ModelConfig)))
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("judges.panel.0.concurency=3", "judges.panel.0.concurency is not a key of the runner's config (did you mean "
+                                    "judges.panel.0.concurrency?)"),
+    ("benchmark.limt=5", "benchmark.limt is not a key of the runner's config (did you mean benchmark.limit?)"),
+    ("benchmark.specs.open_ended.scorrers=x", "(did you mean benchmark.specs.open_ended.scorers?)"),
+    ("sed=1", "sed is not a key of the runner's config (did you mean seed?); the keys are: "),
+    ("benchmark.nosuch.x=1", "benchmark.nosuch.x: benchmark.nosuch is not a key of the runner's config; the keys "
+                             "of benchmark are: "),
+    ("++model.concurency=3", "'++' cannot add one (did you mean model.concurrency?)"),
+])
+def test_unknown_keys_get_did_you_mean_and_never_plus_advice(tmp_path, override, expected):
+    proc = cli(base_args("http://127.0.0.1:9/v1", tmp_path / "run") + [override])
+    line = one_line_error(proc)
+    assert proc.returncode == 2
+    assert expected in line
+    assert "+" not in line.replace(f"'{override}'", "").replace("'++'", "")  # Hydra's "use +key" is wrong here
+
+
+def test_a_sweep_with_a_mistyped_key_stops_before_any_job(tmp_path):
+    proc = cli(["-m", *base_args("http://127.0.0.1:9/v1", tmp_path / "run"), "model.concurency=3,4",
+                f"hydra.sweep.dir={tmp_path / 'sweep'}"])
+    assert proc.returncode == 2
+    assert "model.concurency is not a key of the runner's config (did you mean model.concurrency?)" in \
+        one_line_error(proc)
+    assert not list((tmp_path / "sweep").glob("*/results.json"))
 
 
 def test_missing_task_file_names_the_file_and_what_is_there(tmp_path):

@@ -26,7 +26,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 ROOT = Path(__file__).resolve().parent.parent
 LOCKS = ROOT / "requirements"
 EXTRAS = ("metrics", "cluster", "test")
-PROJECT_FILES = ("pyproject.toml", "README.md", "runner", "scripts", "requirements")
+PROJECT_FILES = ("pyproject.toml", "setup.py", "README.md", "runner", "conf", "scripts", "requirements")
 # What a venv holds besides the locks: its own seed packages, uv (requirements/bootstrap.lock), runner
 # itself and, with the metrics extra, torch (scripts/torch-cpu.txt).
 NOT_FROM_LOCKS = {"pip", "setuptools", "uv", "runner", "torch"}

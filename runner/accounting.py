@@ -108,15 +108,19 @@ class Stats:
         else:
             self.cost_usd += cost
 
-    def cached(self, prompt_tokens: int, completion_tokens: int, saved: float | None) -> None:
-        """A reply served by the cache; `saved` None when it is to be valued later."""
+    def cached(self, prompt_tokens: int, completion_tokens: int, saved: float | None, *,
+               final: bool = False) -> None:
+        """A reply served by the cache; `saved` None when its price is unknown (`final`) or is to be valued
+        later by `settle`."""
         self.cache_hits += 1
         self.cached_prompt_tokens += prompt_tokens
         self.cached_completion_tokens += completion_tokens
-        if saved is None:
-            self.pending.append((prompt_tokens, completion_tokens))
-        else:
+        if saved is not None:
             self.saved_usd += saved
+        elif final:
+            self.unsaved += 1
+        else:
+            self.pending.append((prompt_tokens, completion_tokens))
 
     def settle(self, price: Callable[[int, int], float | None]) -> None:
         """Value the pending cache hits with `price` (None: unknown)."""

@@ -1,13 +1,15 @@
-"""Importing litellm: once, in its own thread, without blocking the event loop; the only module that imports it.
+"""Importing litellm: once, in its own thread, without blocking the event loop; the only module that imports it
+(lean_cost.py looks its cost helpers up once it is loaded).
 
 litellm takes about two seconds to import. The call layer (litellm_model.py) starts the import on first
-need and awaits it, so cache hits and records go on meanwhile.
+need and awaits it, so cache hits and records go on meanwhile; `start_import` may start it earlier.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import gc
 import logging
 import os
@@ -15,7 +17,13 @@ import sys
 import threading
 from typing import Any
 
+from runner.models import inline_calls, lean_cost
+from runner.models.inline_calls import has_callbacks, use_inline_executor
+
 _import_lock = threading.Lock()
+"""Held for the whole import (seconds): only the importing thread, or a synchronous caller, waits on it."""
+_future_lock = threading.Lock()
+"""Guards `_import_future` only, so the event loop never waits on the import itself."""
 _litellm: Any = None
 _import_future: concurrent.futures.Future[Any] | None = None
 
@@ -50,6 +58,11 @@ def import_litellm() -> Any:
                 if gc_enabled:
                     gc.enable()
 
+            # The tokenizer litellm hands every OpenAI-compatible call (~0.25 s to load on the first one,
+            # which would hold up every request of the first wave): loaded with the import instead.
+            with contextlib.suppress(Exception):  # an optimisation: else the first call loads it, as before
+                litellm.main._get_encoding()  # type: ignore[no-untyped-call]
+
             # Per-call work the runner does not need: debug banners, logging callbacks, telemetry.
             litellm.suppress_debug_info = True
             litellm.set_verbose = False  # type: ignore[attr-defined]  # exists, not re-exported
@@ -60,15 +73,11 @@ def import_litellm() -> Any:
             litellm.failure_callback = []
             litellm.turn_off_message_logging = True
             _skip_unobserved_logging(litellm)
+            lean_cost.install(litellm)
+            inline_calls.attach(litellm)
             logging.getLogger("LiteLLM").setLevel(logging.WARNING)
             _litellm = litellm
     return _litellm
-
-
-def _has_callbacks(litellm: Any) -> bool:
-    return any(getattr(litellm, name, None) for name in (
-        "callbacks", "success_callback", "_async_success_callback", "input_callback",
-        "_async_input_callback", "failure_callback", "_async_failure_callback", "service_callback"))
 
 
 def _skip_unobserved_logging(litellm: Any) -> None:
@@ -85,7 +94,7 @@ def _skip_unobserved_logging(litellm: Any) -> None:
         return
 
     async def logging_helper(*args: Any, **kwargs: Any) -> Any:
-        if _has_callbacks(litellm):
+        if has_callbacks(litellm):
             return await helper(*args, **kwargs)
         return None
 
@@ -108,7 +117,7 @@ def _import_in_thread() -> None:
 def start_import() -> concurrent.futures.Future[Any]:
     """Import litellm once, in its own thread; every caller gets the same future."""
     global _import_future
-    with _import_lock:
+    with _future_lock:
         if _import_future is None:
             _import_future = concurrent.futures.Future()
             if _litellm is not None:
@@ -119,7 +128,8 @@ def start_import() -> concurrent.futures.Future[Any]:
 
 
 async def litellm_ready() -> Any:
-    """litellm, imported on first need without blocking the event loop (cache hits go on meanwhile)."""
-    if _litellm is not None:
-        return _litellm
-    return await asyncio.wrap_future(start_import())
+    """litellm, imported on first need without blocking the event loop (cache hits go on meanwhile), with
+    this loop's default executor running its non-blocking calls inline (inline_calls.py)."""
+    litellm = _litellm if _litellm is not None else await asyncio.wrap_future(start_import())
+    use_inline_executor()
+    return litellm

@@ -68,6 +68,8 @@ class Endpoint:
     _limiter: Limiter | None = field(default=None, repr=False)
     _prices: tuple[float, float] | None = field(default=None, repr=False)
     _known: bool | None = field(default=None, repr=False)
+    _unusable: str | None = field(default=None, repr=False)
+    """Why the endpoint stopped the run (EndpointError): calls that get a slot afterwards send nothing."""
 
     def __post_init__(self) -> None:
         self._prices = parse_pricing(self.pricing, self.name)
@@ -111,9 +113,13 @@ class Endpoint:
             hit = self.cache.get(key)
             if hit is not None:
                 pt, ct = int(hit.get("prompt_tokens") or 0), int(hit.get("completion_tokens") or 0)
-                # The entry's prices, else litellm's cost stored with the reply (else valued in usage()).
-                saved = priced(self._prices, pt, ct) if self._prices is not None else hit.get("cost_usd")
-                self.stats.cached(pt, ct, None if saved is None else float(saved))
+                if self._prices is not None:
+                    self.stats.cached(pt, ct, priced(self._prices, pt, ct))
+                elif "cost_usd" in hit:  # litellm's cost of the reply, stored with it (None: it had no price)
+                    saved = hit["cost_usd"]
+                    self.stats.cached(pt, ct, None if saved is None else float(saved), final=True)
+                else:  # stored before replies kept their cost: valued at litellm's prices in usage()
+                    self.stats.cached(pt, ct, None)
                 self.served_models.add(hit["model"])
                 return ModelOutput(text=hit["text"], model=hit["model"],
                                    finish_reason=hit.get("finish_reason"),
@@ -138,15 +144,17 @@ class Endpoint:
         sent_in = await limiter.acquire()
         try:
             while attempt < attempts:
+                if self._unusable is not None:  # a call already stopped the run; its cancellation is on the way
+                    raise EndpointError(self._unusable)
                 if self.budget is not None:
                     self.budget.check()  # raises BudgetStop: this request is not sent
                 self.stats.requests += 1
                 try:
-                    resp = await asyncio.wait_for(
-                        litellm.acompletion(**req, api_key=self.api_key, timeout=self.timeout,
-                                            num_retries=0, max_retries=0),
-                        timeout=self.timeout + 5,  # a guard in case the client ignores its own timeout
-                    )
+                    # A guard in case the client ignores its own timeout; unlike wait_for it runs the call in
+                    # this task instead of a new one per attempt.
+                    async with asyncio.timeout(self.timeout + 5):
+                        resp = await litellm.acompletion(**req, api_key=self.api_key, timeout=self.timeout,
+                                                         num_retries=0, max_retries=0)
                     limiter.succeeded(sent_in, (getattr(resp, "_hidden_params", None) or {}).get("additional_headers"))
                     out, litellm_cost = self._output(resp, litellm)
                     self.stats.successes += 1
@@ -158,7 +166,7 @@ class Endpoint:
                     kind = classify(exc, litellm)
                     if kind == "fatal":
                         self.stats.failures += 1
-                        raise EndpointError(self._refused(exc)) from None
+                        raise self._stop(self._refused(exc)) from None
                     wait = retry_after(exc)
                     if http_status(exc) == 429 and limited < RATE_LIMITED_ATTEMPTS:
                         # Being told to slow down is no failure of this request: the limiter slows the whole
@@ -188,13 +196,18 @@ class Endpoint:
         self.stats.failures += 1
         assert last is not None
         if self.stats.successes == 0 and unreachable(last, litellm):
-            raise EndpointError(self._describe(last) + "; is the server running and the address right?")
+            raise self._stop(self._describe(last) + "; is the server running and the address right?")
         if self.stats.successes == 0 and self.stats.failures >= self.give_up_after:
             # Scoring errors for every sample would only hide an endpoint that does not work.
-            raise EndpointError(f"every call to {self.name} failed ({self.stats.failures} after their "
-                                f"retries, none succeeded); last: {self._describe(last)}; check the entry's "
-                                "model, api_base and params")
+            raise self._stop(f"every call to {self.name} failed ({self.stats.failures} after their "
+                             f"retries, none succeeded); last: {self._describe(last)}; check the entry's "
+                             "model, api_base and params")
         raise CallError(self._describe(last), attempts=attempt + limited)
+
+    def _stop(self, message: str) -> EndpointError:
+        """The error that stops the run, remembered: calls already queued for a slot must not send."""
+        self._unusable = message
+        return EndpointError(message)
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter (half to all of the step), capped."""

@@ -2,7 +2,8 @@
 
 Runs the same `runner.__main__.main()`, wrapping a few functions to record CLOCK_MONOTONIC times:
 probe_start (interpreter up), main_start, litellm import start/end (the prewarm thread), hydra job
-start (config composed), build end, execute start/end, first/last litellm.acompletion call, exit.
+start (config composed), build end, execute start/end, first/last litellm.acompletion call, what follows
+the last reply (jobs done, samples files closed, tasks closed, the first interval computed), exit.
 Writes {"events": {...}, "datasets_imported": bool, "litellm_import": {...}} to $BENCH_PROBE_OUT.
 """
 
@@ -12,6 +13,7 @@ import time
 
 T_START = time.monotonic()
 
+import asyncio  # noqa: E402
 import atexit  # noqa: E402
 import functools  # noqa: E402
 import json  # noqa: E402
@@ -103,7 +105,7 @@ def job(cfg: Any) -> None:
     mark("hydra_job_start")
     import runner.app as app
 
-    orig_build, orig_execute = app.build, app.execute
+    orig_build, orig_execute = getattr(app, "build"), getattr(app, "execute")  # noqa: B009 - not re-exported
 
     def build(*a: Any, **k: Any) -> Any:
         mark("build_start")
@@ -119,11 +121,53 @@ def job(cfg: Any) -> None:
         finally:
             mark("execute_end")
 
-    app.build, app.execute = build, execute
+    setattr(app, "build", build)  # noqa: B010
+    setattr(app, "execute", execute)  # noqa: B010
+    _wrap_after_requests()
     try:
         _orig_job(cfg)
     finally:
         mark("hydra_job_end")
+
+
+def _wrap(module: Any, name: str, start: str | None, end: str) -> None:
+    """Mark `end` (and `start`) around `module.name`, if the module has it (a sync or async function)."""
+    orig = getattr(module, name, None)
+    if orig is None or getattr(orig, "_probe", False):
+        return
+    if asyncio.iscoroutinefunction(orig):
+        async def wrapped_async(*a: Any, **k: Any) -> Any:
+            if start:
+                mark(start)
+            try:
+                return await orig(*a, **k)
+            finally:
+                mark(end)
+        wrapped: Any = wrapped_async
+    else:
+        def wrapped_sync(*a: Any, **k: Any) -> Any:
+            if start:
+                mark(start)
+            try:
+                return orig(*a, **k)
+            finally:
+                mark(end)
+        wrapped = wrapped_sync
+    wrapped._probe = True
+    setattr(module, name, wrapped)
+
+
+def _wrap_after_requests() -> None:
+    """What runs between the last reply and the end of `execute`: the jobs ending, the samples files
+    closed, the first aggregate (numpy and scipy imported on use)."""
+    import runner.metrics.uncertainty as uncertainty
+    import runner.pipeline as pipeline
+    import runner.store as store
+
+    _wrap(pipeline, "_run_jobs", None, "jobs_done")
+    _wrap(store.SampleStore, "close", None, "samples_closed")
+    _wrap(pipeline, "_close_tasks", None, "tasks_closed")
+    _wrap(uncertainty, "with_uncertainty", "uncertainty_start", "uncertainty_end")
 
 
 entry._job = job

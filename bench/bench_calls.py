@@ -9,6 +9,8 @@ the timed calls, all threads, divided by N; the server's CPU is in the other pro
 * endpoint_cache : `Endpoint.complete` with a fresh ResponseCache (miss + put on every call)
 * cache_hit      : `Endpoint.complete` answered from the cache (no request)
 * litellm        : bare `litellm.acompletion(...)` with the runner's module settings, as the runner calls it
+                   (the loop's default executor runs its non-blocking `completion()` inline)
+* litellm_hop    : the same with asyncio's own default executor: `completion()` in a thread on every call
 * openai         : bare `openai.AsyncOpenAI().chat.completions.create` (reference floor; not a runner path)
 """
 
@@ -34,7 +36,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from bench_mcq import RESULTS, Server  # noqa: E402
 
-MODES = ("endpoint", "endpoint_cache", "cache_hit", "litellm", "openai")
+MODES = ("endpoint", "endpoint_cache", "cache_hit", "litellm", "litellm_hop", "openai")
 
 
 def messages(i: int) -> list[dict[str, str]]:
@@ -49,6 +51,7 @@ async def run_mode(mode: str, base_url: str, n: int, c: int, warm: int, prof: cP
 
     litellm = lm._import_litellm()
     clients: list[Any] = []
+    restore: list[Any] = []
     sem = asyncio.Semaphore(c)
     call: Any
     if mode in ("endpoint", "endpoint_cache", "cache_hit"):
@@ -61,7 +64,18 @@ async def run_mode(mode: str, base_url: str, n: int, c: int, warm: int, prof: cP
 
         if mode == "cache_hit":  # fill the cache first (untimed)
             await asyncio.gather(*(call(i) for i in range(n + warm)))
-    elif mode == "litellm":
+    elif mode in ("litellm", "litellm_hop"):
+        from concurrent.futures import ThreadPoolExecutor
+
+        from runner.models.inline_calls import use_inline_executor
+
+        use_inline_executor()
+        if mode == "litellm_hop":  # until the next mode: asyncio's own pool, as without the runner
+            loop = asyncio.get_running_loop()
+            inline = getattr(loop, "_default_executor", None)
+            loop.set_default_executor(ThreadPoolExecutor(thread_name_prefix="asyncio"))
+            restore.append(lambda: loop.set_default_executor(inline))
+
         async def call(i: int) -> Any:
             async with sem:
                 return await litellm.acompletion(model="openai/fake", api_base=base_url, messages=messages(i),
@@ -88,6 +102,8 @@ async def run_mode(mode: str, base_url: str, n: int, c: int, warm: int, prof: cP
     w1, c1 = time.perf_counter(), time.process_time()
     for cl in clients:
         await cl.close()
+    for undo in restore:
+        undo()
     return {"mode": mode, "n": n, "concurrency": c, "wall_s": w1 - w0, "cpu_s": c1 - c0,
             "cpu_ms_per_call": 1000 * (c1 - c0) / n, "calls_per_s": n / (w1 - w0)}
 
@@ -98,7 +114,7 @@ def main() -> int:
     ap.add_argument("-c", "--concurrency", type=int, default=128)
     ap.add_argument("-l", "--latency", type=float, default=0.0)
     ap.add_argument("--warm", type=int, default=50)
-    ap.add_argument("--modes", default="endpoint,endpoint_cache,cache_hit,litellm,openai")
+    ap.add_argument("--modes", default="endpoint,endpoint_cache,cache_hit,litellm,litellm_hop,openai")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--profile", choices=MODES, default=None, help="cProfile the timed calls of one mode")
     ap.add_argument("--top", type=int, default=45)

@@ -107,7 +107,10 @@ def _serve(gguf: str, n_parallel: int, n_ctx: int) -> None:
     params.port = 0  # a free port
     params.n_parallel = n_parallel
     params.n_ctx = n_ctx
-    threads = max(1, (os.cpu_count() or 2))
+    # One core stays with the runner (and whatever else runs): llama.cpp's threads wait for each other
+    # spinning, so when another process takes one of their cores every step waits out a time slice. On two
+    # busy cores the default run's 76 samples took 850 s of CPU with two threads (docs/performance.md).
+    threads = max(1, (os.cpu_count() or 2) - 1)
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     server = xllamacpp.Server(params)

@@ -25,7 +25,7 @@ def test_killed_run_resumes_without_re_asking_finished_samples(fake_llm, tmp_pat
     fake_llm.latency = 0.3
     run_dir = tmp_path / "run"
     args = base_args(fake_llm.base_url, run_dir) + ["benchmark.tasks=[hallucination_detection]",
-                                                    "model.concurrency=2"]
+                                                    "benchmark.limit=null", "model.concurrency=2"]
     proc = subprocess.Popen([sys.executable, "-m", "runner", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     samples = run_dir / "samples" / "hallucination_detection.jsonl"

@@ -72,7 +72,7 @@ def test_pairs_of_a_sweep_equal_paired_difference_on_the_hand_picked_scores(fake
     sweep = tmp_path / "sweep"
     proc = cli(["-m", "model=ma,mb", f"hydra.searchpath=[file://{model_configs(tmp_path, fake_llm.base_url)}]",
                 f"benchmark.data_dir={EVE_SAMPLE}", "benchmark.tasks=[mcqa_single_answer,mcqa_multiple_answers]",
-                "cache.enabled=false", "tracker=none", f"seed={SEED}", f"stats.n_boot={N_BOOT}",
+                "benchmark.limit=null", "cache.enabled=false", "tracker=none", f"seed={SEED}", f"stats.n_boot={N_BOOT}",
                 f"hydra.sweep.dir={sweep}"], timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = sweep / "report"

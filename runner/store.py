@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -16,7 +16,7 @@ def record_key(sample_id: Any, epoch: int = 0) -> str:
     return str(sample_id) if not epoch else f"{sample_id}\x1fepoch{epoch}"
 
 
-def key_of(record: dict[str, Any]) -> str:
+def key_of(record: Mapping[str, Any]) -> str:
     """A record's key: its sample id and epoch (records written before epochs existed are epoch 0)."""
     return record_key(record["id"], int(record.get("epoch") or 0))
 
@@ -37,12 +37,17 @@ def read_records(path: Path) -> dict[str, dict[str, Any]]:
 
 
 class SampleStore:
-    """Per-task JSONL files of sample records; the source of truth for resume and for every metric."""
+    """Per-task JSONL files of sample records; the source of truth for resume and for every metric.
+
+    Lines are appended as bytes, so the store knows where each record starts (`append` returns it): the
+    run keeps those offsets instead of the records and reads a record back only when it needs all of it.
+    """
 
     def __init__(self, run_dir: Path) -> None:
         self.dir = Path(run_dir) / "samples"
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._files: dict[str, IO[str]] = {}
+        self._files: dict[str, IO[bytes]] = {}
+        self._ends: dict[str, int] = {}
 
     def path(self, task: str) -> Path:
         """The task's samples file."""
@@ -56,18 +61,44 @@ class SampleStore:
         path = self.path(task)
         return read_records(path) if path.exists() else {}
 
-    def append(self, record: dict[str, Any]) -> None:
-        """Append one record and flush it, so a killed run keeps every finished sample."""
-        task = record["task"]
+    def scan(self, task: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(offset, record) for every line of the task's file in file order, parsed one at a time (a torn
+        line is skipped), so a resume never holds the whole file."""
+        path = self.path(task)
+        if not path.exists():
+            return
+        offset = 0
+        with open(path, "rb") as fh:
+            for line in fh:
+                start, offset = offset, offset + len(line)
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(rec, dict) and "id" in rec:
+                    yield start, rec
+
+    def append(self, record: dict[str, Any]) -> int:
+        """Append one record and flush it, so a killed run keeps every finished sample; returns its offset."""
+        return self.append_line(record["task"], dumps(record))
+
+    def append_line(self, task: str, line: str) -> int:
+        """Append one record already serialised (`dumps`, no newline) and flush it; returns its offset."""
         fh = self._files.get(task)
         if fh is None:
             path = self.path(task)
-            fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run, closed in close()
-            if path.stat().st_size and not _ends_with_newline(path):
-                fh.write("\n")  # keep a torn line from swallowing this record
+            fh = open(path, "ab")  # noqa: SIM115 - kept open for the run, closed in close()
+            self._ends[task] = path.stat().st_size
+            if self._ends[task] and not _ends_with_newline(path):
+                fh.write(b"\n")  # keep a torn line from swallowing this record
+                self._ends[task] += 1
             self._files[task] = fh
-        fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        data = (line + "\n").encode("utf-8")
+        offset = self._ends[task]
+        fh.write(data)
         fh.flush()
+        self._ends[task] = offset + len(data)
+        return offset
 
     def close(self) -> None:
         """Close the files (fsync first: the records are the run's only copy)."""
@@ -76,6 +107,20 @@ class SampleStore:
             os.fsync(fh.fileno())
             fh.close()
         self._files.clear()
+
+
+def dumps(record: dict[str, Any]) -> str:
+    """A record as its samples-file line (without the newline)."""
+    return json.dumps(record, ensure_ascii=False, default=str)
+
+
+def read_at(path: Path, offsets: Iterable[int]) -> Iterator[dict[str, Any]]:
+    """The records starting at these offsets of a samples file, in the order given, one at a time."""
+    with open(path, "rb") as fh:
+        for offset in offsets:
+            fh.seek(offset)
+            record: dict[str, Any] = json.loads(fh.readline())
+            yield record
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -100,10 +145,11 @@ def latest(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for rec in records:
         out[key_of(rec)] = rec
-    return sorted(out.values(), key=_id_order)
+    return sorted(out.values(), key=id_order)
 
 
-def _id_order(record: dict[str, Any]) -> tuple[int, Any, int]:
+def id_order(record: Mapping[str, Any]) -> tuple[int, Any, int]:
+    """The sort key of `latest`: numeric ids by value, then the others as text; then the epoch."""
     value, epoch = record["id"], int(record.get("epoch") or 0)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return (0, value, epoch)

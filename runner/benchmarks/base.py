@@ -53,9 +53,10 @@ class Context:
     run_dir: Path | None = None
     epochs: int = 1
     """How many times each sample is asked (the run's `epochs`)."""
-    previous: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    previous: dict[str, Mapping[str, dict[str, Any]]] = field(default_factory=dict)
     """Records kept from earlier runs into the same run dir, by task and sample id (`record_key`), read
-    once by the pipeline before this run appends any: e.g. a reply to judge again instead of re-asking."""
+    once by the pipeline before this run appends any: e.g. a reply to judge again instead of re-asking. Only
+    the samples this run asks again are there, read from the samples file when looked up."""
 
 
 @dataclass

@@ -20,9 +20,10 @@ from runner.build import build
 from runner.display import Display
 from runner.errors import ConfigError
 from runner.models.budget import require_prices
-from runner.pipeline import execute, plan, usage_summary
+from runner.pipeline import Plan, execute, plan, usage_summary
 from runner.redact import redact
 from runner.store import SampleStore, write_json
+from runner.workers import Pool, check_workers, plain_config, workers_for
 
 log = logging.getLogger("runner")
 
@@ -72,12 +73,14 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
                           "resume=refresh")
     if not 0.0 <= float(cfg.fail_on_error) <= 1.0:
         raise ConfigError(f"fail_on_error: {cfg.fail_on_error} is not a share in [0, 1]")
+    check_workers(cfg.get("workers"))
     run_dir.mkdir(parents=True, exist_ok=True)
     config = resolved_config(cfg)
     built = build(cfg, run_dir)
     tracker = built.tracker
     tracking = failed = False
     invocation: Invocation | None = None
+    planned: Plan | None = None
     tracked: dict[str, Any] = {}  # what the tracker's run summary gets: the summary, tokens and cost
     try:
         built.check_keys()
@@ -95,6 +98,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
             from runner.dry_run import dry_run
 
             return {"plan": dry_run(built, planned, run_dir, cfg)}
+        pool = _pool(cfg, built, planned, run_dir)
         if accepted is not None:
             accepted()
         invocation = Invocation(run_dir)  # from here on this invocation counts in the run's usage
@@ -109,10 +113,10 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
                       group=group, tags=tags)
         tracking = True
         task_results, records = asyncio.run(execute(built, planned, store, ctx, show_progress=bool(cfg.progress),
-                                                    n_boot=int(cfg.stats.n_boot)))
+                                                    n_boot=int(cfg.stats.n_boot), pool=pool))
         summary = built.benchmark.summary(built.tasks, task_results)
         blocks = {name: r.to_dict() for name, r in task_results.items()}
-        usage, run_info = invocation.record(usage_summary(built), "ok")
+        usage, run_info = invocation.record(usage_summary(built, planned), "ok")
         results: dict[str, Any] = {
             "benchmark": built.benchmark.name,
             "model": model_name,
@@ -148,7 +152,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
         failed = False
     except BaseException as exc:
         if invocation is not None and not invocation.recorded:  # a failed or interrupted invocation spent too
-            invocation.record(usage_summary(built), "interrupted" if isinstance(exc, KeyboardInterrupt)
+            invocation.record(usage_summary(built, planned), "interrupted" if isinstance(exc, KeyboardInterrupt)
                               else "failed")
         raise
     finally:
@@ -163,6 +167,17 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
     _report_problems(results)
     print(closing_line(results), flush=True)
     return results
+
+
+def _pool(cfg: DictConfig, built: Any, planned: Plan, run_dir: Path) -> Pool | None:
+    """The worker processes that ask the planned samples (runner/workers.py); None: this process asks them."""
+    requested = cfg.get("workers")
+    n = workers_for(requested, len(planned.jobs), built)
+    if n <= 1:
+        return None
+    log.info("asking %d sample(s) in %d worker processes (%s)", len(planned.jobs), n,
+             "chosen from the cores and the work" if requested is None else f"workers={requested}")
+    return Pool(n, plain_config(cfg), run_dir, built)
 
 
 def incomplete(results: dict[str, Any], fail_on_error: float) -> str | None:

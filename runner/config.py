@@ -117,6 +117,9 @@ class RunnerConfig:
     epochs: int = 1
     """Ask every sample this many times, as independent requests (records carry `epoch`; providers that
     take a `seed` get seed + epoch); metrics are over all epochs, intervals clustered by sample."""
+    workers: int | None = None
+    """Processes that share one run's pending samples (each with its own event loop and connections);
+    null picks from the cores and the work, 1 keeps everything in this process."""
     progress: bool = True
     """Show rich progress bars (they turn off by themselves when stderr is not a terminal)."""
     resume: str = "auto"

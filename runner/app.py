@@ -42,22 +42,29 @@ def provenance(run_dir: Path) -> dict[str, Any]:
     """Git commit and dirty flag of the runner checkout, and package versions."""
     root = Path(__file__).resolve().parent.parent
     git: dict[str, Any] = {}
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                                text=True, timeout=5)
-        if commit.returncode == 0:
-            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                   capture_output=True, text=True, timeout=5)
-            git = {"commit": commit.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
-    except (OSError, subprocess.SubprocessError):
-        pass
+    # Only a clone has its own .git beside the package: an installed runner's parent is a site-packages
+    # folder, and `git -C` there would report whatever repository happens to hold the venv.
+    if (root / ".git").exists():
+        try:
+            commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                                    text=True, timeout=5)
+            if commit.returncode == 0:
+                dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                       capture_output=True, text=True, timeout=5)
+                git = {"commit": commit.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return {"git": git, "versions": _versions(), "python": sys.version.split()[0], "run_dir": str(run_dir)}
+
+
+def _versions() -> dict[str, str]:
     versions = {}
     for pkg in PACKAGES:
         try:
             versions[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             continue
-    return {"git": git, "versions": versions, "python": sys.version.split()[0], "run_dir": str(run_dir)}
+    return versions
 
 
 def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str | None = None,

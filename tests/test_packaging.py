@@ -127,3 +127,23 @@ def test_a_dry_run_of_the_default_benchmark_from_another_directory(venv, tmp_pat
     assert len(plan["tasks"]) == 6 and samples > 0
     assert plan["endpoints"]["smollm2-135m"]["requests"] == samples
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"] and os.listdir(run_dir) == ["plan.json"]
+
+
+def test_an_installed_runner_names_no_git_commit_even_when_its_venv_sits_in_a_repository(venv, tmp_path):
+    # A venv inside some project's git repository: `git -C site-packages/..` would answer with that
+    # project's commit, which says nothing about the runner that made the run.
+    repo = str(venv.parent.parent)
+    subprocess.run(["git", "init", "-q", repo], check=True, capture_output=True)
+    subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+                    "-m", "some project"], check=True, capture_output=True)
+    try:
+        proc = run([str(venv / "python"), "-c",
+                    "import json, pathlib; from runner.app import provenance; "
+                    "print(json.dumps(provenance(pathlib.Path('.'))))"], tmp_path)
+    finally:
+        shutil.rmtree(venv.parent.parent / ".git")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["git"] == {}
+    from runner.app import provenance  # from the clone: the clone's commit
+
+    assert provenance(tmp_path)["git"]["commit"]

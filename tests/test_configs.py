@@ -95,6 +95,20 @@ def test_every_config_option_composes(group: str, name: str) -> None:
     assert isinstance(plain(cfg), dict)
 
 
+@pytest.mark.parametrize(("group", "name"), OPTIONS, ids=[f"{g}={n}" for g, n in OPTIONS])
+def test_no_option_sets_hydras_mode(group: str, name: str) -> None:
+    """runner/__main__.py skips Hydra's mode probe (a whole extra compose) because no file of ours sets
+    `hydra.mode`: run or sweep is the command line's choice (-m) alone."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = hydra_compose(config_name="config", overrides=[f"{group}={name}"], return_hydra_config=True)
+    assert cfg.hydra.mode is None
+
+
 @pytest.mark.parametrize("name", options("benchmark"))
 def test_every_benchmark_option_builds_all_its_tasks(name: str) -> None:
     cfg = compose([f"benchmark={name}"])
@@ -362,3 +376,23 @@ def test_unset_env_key_stays_null_and_visible(monkeypatch: pytest.MonkeyPatch) -
     cfg = compose(["model=gpt-4o-mini"])
     assert cfg.model.api_key is None
     assert resolved_config(cfg)["model"]["api_key"] is None
+
+
+def test_redacted_yaml_is_written_by_libyaml_or_omegaconf_with_the_same_content(tmp_path: Path) -> None:
+    import enum
+
+    from runner.redact import MASK, write_redacted_yaml
+
+    class Mode(enum.Enum):
+        RUN = 1
+
+    secret = "plain-secret-value-0043"
+    tree = {"model": {"name": "m", "api_key": secret, "params": {"temperature": 0.0, "stop": ["\n", "null"]}},
+            "note": "${oc.env:HOME,null}", "empty": None, "unicode": "Erdbeobachtung – ü"}
+    write_redacted_yaml(tree, tmp_path / "plain.yaml")  # libyaml's dumper
+    write_redacted_yaml({**tree, "mode": Mode.RUN}, tmp_path / "enum.yaml")  # an enum: OmegaConf's writer
+    plain_back = OmegaConf.to_container(OmegaConf.load(tmp_path / "plain.yaml"), resolve=False)
+    enum_back = OmegaConf.to_container(OmegaConf.load(tmp_path / "enum.yaml"), resolve=False)
+    expected = {**tree, "model": {**tree["model"], "api_key": MASK}}
+    assert plain_back == expected and enum_back == {**expected, "mode": "RUN"}
+    assert secret not in (tmp_path / "plain.yaml").read_text() + (tmp_path / "enum.yaml").read_text()

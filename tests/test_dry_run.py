@@ -255,3 +255,16 @@ def test_a_dry_run_sweep_plans_every_job_and_prints_the_total(fake_llm, tmp_path
     assert len(plans) == 2 and fake_llm.count == 0, proc.stdout + proc.stderr
     assert "Sweep plan: 2 job(s)" in proc.stdout
     assert not (sweep / "report" / "comparison.csv").exists()  # nothing ran, so nothing to compare
+
+
+def test_hydra_mode_multirun_as_an_override_still_sweeps(fake_llm, tmp_path):
+    """The start-up skips Hydra's mode probe only where nothing but the runner's tree decides the mode;
+    `hydra.mode=MULTIRUN` given on the command line (in place of -m) must still make a sweep."""
+    sweep = tmp_path / "sweep"
+    args = [a for a in eve(fake_llm.base_url, tmp_path / "unused", "benchmark.tasks=[mcqa_single_answer]",
+                           pricing="{input_per_mtok:1,output_per_mtok:2}")
+            if not a.startswith(("hydra.run.dir", "model.name="))]
+    proc = cli(["hydra.mode=MULTIRUN", "model.name=fake-a,fake-b", "dry_run=true", f"hydra.sweep.dir={sweep}", *args],
+               timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert len(sorted(sweep.rglob("plan.json"))) == 2 and fake_llm.count == 0, proc.stdout + proc.stderr

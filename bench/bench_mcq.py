@@ -153,6 +153,7 @@ class Server:
 
 # ------------------------------------------------------------------------------------------ runs
 ADAPTIVE = True  # --fixed: the entry's in-flight level stays at its ceiling (model.adaptive=false)
+OVERRIDES: list[str] = []  # --override KEY=VALUE: more of the runner's overrides (e.g. workers=2)
 
 
 def cli_args(data_dir: Path, base_url: str, concurrency: int, cache_dir: Path, run_dir: Path) -> list[str]:
@@ -162,7 +163,7 @@ def cli_args(data_dir: Path, base_url: str, concurrency: int, cache_dir: Path, r
             "benchmark.num_fewshot=0", "model=openai-compatible", f"model.api_base={base_url}",
             "model.model=openai/fake", "model.name=fake", "model.api_key=x",
             f"model.concurrency={concurrency}", "judges=none", "tracker=none", "progress=false",
-            f"cache.dir={cache_dir}", f"hydra.run.dir={run_dir}"]
+            f"cache.dir={cache_dir}", f"hydra.run.dir={run_dir}", *OVERRIDES]
 
 
 def run_cli(argv: list[str], extra_env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -480,6 +481,8 @@ def main() -> int:
     ap.add_argument("--fixed", action="store_true",
                     help="model.adaptive=false: all C requests in flight from the start, no slow start")
     ap.add_argument("--label", default="", help="free text stored with the JSON results")
+    ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                    help="one more override of the measured command (repeatable), e.g. --override workers=2")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (data, caches, run dirs)")
     ap.add_argument("--pycache-prefix", default=None, metavar="DIR",
                     help="give the runner a bytecode cache in DIR (PYTHONPYCACHEPREFIX, and "
@@ -490,6 +493,7 @@ def main() -> int:
     global PYCACHE_PREFIX, ADAPTIVE
     PYCACHE_PREFIX = args.pycache_prefix
     ADAPTIVE = not args.fixed
+    OVERRIDES.extend(args.override)
     tmp = Path(tempfile.mkdtemp(prefix="bench-mcq-"))
     try:
         data_dir = tmp / "data"

@@ -31,6 +31,12 @@ def _one_line(exc: BaseException) -> str:
     return "; ".join(parts) or type(exc).__name__
 
 
+def reader_gone() -> None:
+    """Exit as a command a closed pipe ended (`... | head`), quietly: 141, what a shell reports (128 + SIGPIPE)."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else the exit flush fails again
+    sys.exit(141)
+
+
 def _fail(message: str, code: int) -> None:
     print(f"error: {message}", file=sys.stderr)
     sys.exit(code)
@@ -172,8 +178,7 @@ def main() -> None:
             raise
         _fail(f"config: {unknown_key_problem(exc) or _one_line(exc)}", 2)
     except BrokenPipeError:  # `runner --help | head`: the reader has gone, so stop as quietly as other tools
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else the exit flush fails again
-        sys.exit(141)  # 128 + SIGPIPE, what a shell reports for a command a closed pipe ended
+        reader_gone()
     except Exception as exc:  # noqa: BLE001 - a bug: say so in one line; RUNNER_DEBUG=1 shows the traceback
         if _debug():
             raise

@@ -41,7 +41,12 @@ def main(argv: list[str] | None = None) -> None:
     """CLI entry point: check SRC, then run the runner with the combined overrides."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
-        print(__doc__.strip())
+        from runner.__main__ import reader_gone
+
+        try:
+            print(__doc__.strip(), flush=True)
+        except BrokenPipeError:  # `--help | head`
+            reader_gone()
         sys.exit(0 if args else 2)
     src = Path(args[0]).expanduser().resolve()
     if not (src / "samples").is_dir():

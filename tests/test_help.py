@@ -82,12 +82,13 @@ def test_hydra_help_still_shows_hydra_s_flags(tmp_path):
     assert "hydra/help: default, runner" in proc.stdout
 
 
-def test_help_into_a_closed_pipe_stops_quietly(tmp_path):
-    """`runner --help | head -1`: the reader is gone before the help is written."""
+@pytest.mark.parametrize("module", ["runner", "runner.rejudge"])
+def test_help_into_a_closed_pipe_stops_quietly(tmp_path, module):
+    """`python -m MODULE --help | head -1`: the reader is gone before the help is written."""
     read, write = os.pipe()
     os.close(read)
     try:
-        proc = runner(["--help"], tmp_path, stdout=write)
+        proc = runner(["--help"], tmp_path, module=module, stdout=write)
     finally:
         os.close(write)
     assert (proc.returncode, proc.stderr) == (141, "")

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import multiprocessing
-import os
 import signal
 import threading
 import time
@@ -32,6 +31,7 @@ from runner.build import EMBEDDED, Built
 from runner.display import Display
 from runner.errors import ConfigError, RunnerError
 from runner.jobs import Job
+from runner.models.local_server import usable_cores
 from runner.records import PreviousRecords, TaskRecords
 from runner.store import SampleStore, record_key
 
@@ -57,10 +57,7 @@ class WorkerCrash(RunnerError):
 
 def cores() -> int:
     """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return len(usable_cores())
 
 
 def check_workers(requested: Any) -> None:

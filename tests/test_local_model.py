@@ -10,7 +10,7 @@ import sys
 import pytest
 from test_cli import cli
 
-from runner.models.local_server import LocalServer, idle_cores, locate_gguf, pick_threads
+from runner.models.local_server import LocalServer, idle_cores, locate_gguf, pick_threads, usable_cores
 
 
 def _server_processes() -> list[str]:
@@ -77,6 +77,11 @@ def test_the_embedded_server_takes_the_idle_cores(cores, idle, threads):
     assert pick_threads(cores, idle) == threads
 
 
-def test_idle_cores_is_a_share_of_this_machines_cores():
+def test_idle_cores_counts_only_the_cores_this_process_may_use():
+    usable = usable_cores()
+    assert usable and usable <= set(range(os.cpu_count() or 1))
     idle = idle_cores(0.05)
-    assert idle is None or 0.0 <= idle <= (os.cpu_count() or 1)
+    assert idle is None or 0.0 <= idle <= len(usable)
+    one = min(usable)  # a binding to one core (taskset, Slurm) sees at most that one idle
+    idle_one = idle_cores(0.05, {one})
+    assert idle_one is None or 0.0 <= idle_one <= 1.0

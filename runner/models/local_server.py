@@ -24,12 +24,31 @@ READY = "READY "
 log = logging.getLogger("runner.local_server")
 
 
-def idle_cores(interval: float = 0.3) -> float | None:
-    """How many cores sat idle over `interval` seconds (Linux /proc/stat); None where it cannot be read."""
+def usable_cores() -> set[int]:
+    """The CPUs this process may run on (a Slurm or taskset binding narrows them), else all of them."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return set(range(os.cpu_count() or 1))
+
+
+def idle_cores(interval: float = 0.3, cpus: set[int] | None = None) -> float | None:
+    """How many of `cpus` (default: the usable ones) sat idle over `interval` seconds, from Linux's
+    per-CPU counters in /proc/stat; None where they cannot be read."""
+    wanted = usable_cores() if cpus is None else cpus
+
     def sample() -> tuple[int, int]:
+        idle = total = 0
         with open("/proc/stat", encoding="ascii") as f:
-            fields = [int(v) for v in f.readline().split()[1:]]
-        return fields[3] + (fields[4] if len(fields) > 4 else 0), sum(fields)  # idle + iowait, all
+            for line in f:
+                name, *values = line.split()
+                if not (name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in wanted):
+                    continue
+                fields = [int(v) for v in values]
+                idle += fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+                total += sum(fields[:8])  # user ... steal; guest time is counted inside user already
+        return idle, total
+
     try:
         idle0, total0 = sample()
         time.sleep(interval)
@@ -38,7 +57,7 @@ def idle_cores(interval: float = 0.3) -> float | None:
         return None
     if total1 <= total0:
         return None
-    return (os.cpu_count() or 1) * (idle1 - idle0) / (total1 - total0)
+    return len(wanted) * (idle1 - idle0) / (total1 - total0)
 
 
 def pick_threads(cores: int, idle: float | None) -> int:
@@ -97,7 +116,7 @@ class LocalServer:
         if log_target is not None:
             log_target.parent.mkdir(parents=True, exist_ok=True)
             self._log = open(log_target, "a", encoding="utf-8")  # noqa: SIM115 - closed in stop()
-        cores = os.cpu_count() or 1
+        cores = len(usable_cores())
         idle = None if self.threads else idle_cores()
         threads = self.threads or pick_threads(cores, idle)
         log.info("embedded model server: %d llama.cpp thread(s) on %d core(s)%s", threads, cores,

@@ -85,3 +85,13 @@ def test_idle_cores_counts_only_the_cores_this_process_may_use():
     one = min(usable)  # a binding to one core (taskset, Slurm) sees at most that one idle
     idle_one = idle_cores(0.05, {one})
     assert idle_one is None or 0.0 <= idle_one <= 1.0
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, "four", True])
+def test_a_thread_count_that_is_no_count_is_refused_when_the_config_is_built(bad):
+    from runner.config import instantiate
+    from runner.errors import ConfigError
+
+    spec = {"_target_": "runner.models.local_server.LocalServer", "gguf": "x.gguf", "threads": bad}
+    with pytest.raises(ConfigError, match=r"model.server.threads .* to 1 or more"):
+        instantiate(spec, "model.server")

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from runner.errors import EndpointError
+from runner.errors import ConfigError, EndpointError
 
 READY = "READY "
 log = logging.getLogger("runner.local_server")
@@ -96,8 +96,12 @@ class LocalServer:
         self.gguf = gguf
         self.n_parallel = n_parallel
         self.n_ctx = n_ctx
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ConfigError(f"embedded model server: threads={threads!r} is not a number of threads; set "
+                              "model.server.threads (or a judge's server.threads) to 1 or more, or null to pick "
+                              "them from the idle cores at start")
         self.threads = threads
-        """llama.cpp's threads; None: picked from the cores idle when the server starts (pick_threads)."""
+        """llama.cpp's threads; None: picked from the usable cores idle at start (pick_threads)."""
         self.startup_timeout = startup_timeout
         self.log_file = log_file
         self.api_base: str | None = None

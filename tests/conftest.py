@@ -49,8 +49,8 @@ def fake_llm() -> Iterator[FakeLLM]:
         srv.stop()
 
 
-def compose(overrides: list[str]) -> Any:
-    """The config `python -m runner OVERRIDES` would run with (hydra.* keys included)."""
+def compose(overrides: list[str], *, with_hydra: bool = False) -> Any:
+    """The config `python -m runner OVERRIDES` would run with (with_hydra: the hydra.* keys too)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -60,7 +60,7 @@ def compose(overrides: list[str]) -> Any:
     register()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return hydra_compose(config_name="config", overrides=overrides, return_hydra_config=False)
+        return hydra_compose(config_name="config", overrides=overrides, return_hydra_config=with_hydra)
 
 
 def fake_model_overrides(base_url: str, *, judges: int = 1, concurrency: int = 8) -> list[str]:

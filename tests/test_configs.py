@@ -99,14 +99,7 @@ def test_every_config_option_composes(group: str, name: str) -> None:
 def test_no_option_sets_hydras_mode(group: str, name: str) -> None:
     """runner/__main__.py skips Hydra's mode probe (a whole extra compose) because no file of ours sets
     `hydra.mode`: run or sweep is the command line's choice (-m) alone."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = hydra_compose(config_name="config", overrides=[f"{group}={name}"], return_hydra_config=True)
-    assert cfg.hydra.mode is None
+    assert compose([f"{group}={name}"], with_hydra=True).hydra.mode is None
 
 
 @pytest.mark.parametrize("name", options("benchmark"))

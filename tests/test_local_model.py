@@ -40,7 +40,8 @@ def test_default_run_uses_the_embedded_model_and_leaves_an_offline_wandb_run(tmp
     assert served == ["SmolLM2-135M-Instruct.Q4_1"]
     assert list(run_dir.glob("wandb/offline-run-*"))
     assert "mcqa_single_answer" in proc.stdout  # the metrics table
-    assert _server_processes() == before, "the embedded server must stop when the run ends"
+    # Another test's server may start or stop meanwhile (xdist); none that this run started may be left.
+    assert set(_server_processes()) <= set(before), "the embedded server must stop when the run ends"
 
 
 @pytest.mark.slow

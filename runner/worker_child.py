@@ -125,8 +125,6 @@ async def _work(spec: dict[str, Any], conn: Connection, control: Connection, spe
 
         def sink(job: Job, record: dict[str, Any]) -> None:
             outbox.add(job, record)
-            if spent is not None:
-                spent[index] = sum(e.stats.cost_usd for e in endpoints)
 
         asking = asyncio.create_task(run_jobs(pending, ctx, sink))
         threading.Thread(target=_listen, args=(control, asyncio.get_running_loop(), asking), daemon=True).start()
@@ -162,14 +160,19 @@ def _final(built: Built, stopped: bool) -> dict[str, Any]:
 
 
 def _share_budget(built: Built, cfg: Any, spent: Any, index: int) -> None:
-    """The run's budget is one for all workers: each counts what the others spent (shared memory, updated
-    as their samples finish) beside its own requests."""
+    """The run's budget is one for all workers: each counts what the others spent (shared memory) beside its
+    own requests. A worker writes its share as soon as a reply's cost is counted, not when the sample is
+    done: a sample still being judged must not hide the model's reply from the others' budget checks."""
     if cfg.budget.max_usd is None or spent is None:
         return
     endpoints = built.endpoints()
     others = [i for i in range(len(spent)) if i != index]
-    budget = Budget(float(cfg.budget.max_usd), spent=lambda: sum(e.stats.cost_usd for e in endpoints)
-                    + sum(spent[i] for i in others))
+
+    def own() -> float:
+        return sum(e.stats.cost_usd for e in endpoints)
+
+    budget = Budget(float(cfg.budget.max_usd), spent=lambda: own() + sum(spent[i] for i in others),
+                    on_spend=lambda: spent.__setitem__(index, own()))
     built.budget = budget
     for endpoint in endpoints:
         endpoint.budget = budget

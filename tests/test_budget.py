@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import EVE_SAMPLE, cli, fake_model_overrides, one_line_error, read_jsonl
 from fake_llm import FakeLLM
 
@@ -45,3 +46,31 @@ def test_a_budget_with_an_unknown_price_stops_before_the_first_request(fake_llm,
     assert proc.returncode == 2
     assert "fake-model has no known price" in one_line_error(proc) and "pricing" in proc.stderr
     assert fake_llm.count == 0
+
+
+def test_a_replys_cost_reaches_the_shared_budget_as_soon_as_it_is_counted():
+    """Workers share one budget: each writes its spending where the others read it the moment a reply's
+    cost is counted, before the sample is scored (its judges may take seconds), so no other worker sends a
+    request on an old figure."""
+    import asyncio
+
+    from runner.models.budget import Budget, BudgetStop
+    from runner.models.litellm_model import Endpoint
+
+    published: list[float] = []
+    with FakeLLM(default="B") as srv:
+        endpoint = Endpoint(name="m", model="openai/m", api_base=srv.base_url, api_key="k", max_retries=0,
+                            pricing={"input_per_mtok": 0, "output_per_mtok": 1_000_000})  # $1 per output token
+        budget = Budget(2.0, spent=lambda: endpoint.stats.cost_usd,
+                        on_spend=lambda: published.append(endpoint.stats.cost_usd))
+        endpoint.budget = budget
+
+        async def ask() -> None:
+            for _ in range(3):
+                await endpoint.complete([{"role": "user", "content": "?"}], params={"max_tokens": 1})
+
+        with pytest.raises(BudgetStop):
+            asyncio.run(ask())
+        sent = srv.count
+    # the fake server counts the one-word reply as 1 completion token: $1 a reply, so the third is not sent
+    assert (published, sent, budget.stopped) == ([1.0, 2.0], 2, True)

@@ -198,7 +198,9 @@ def test_the_budget_is_one_for_all_workers(tmp_path):
                         "budget.max_usd=3", tasks="[mcqa_single_answer]"), timeout=120)
         sent = srv.count
     assert proc.returncode == 4, proc.stderr
-    assert 3 <= sent <= 4  # each worker sees the other's spending; one request may be in flight
+    # Each worker publishes a reply's cost as soon as it counts it, so at most one request beyond the third
+    # (already in flight in the other worker) is sent, in whatever order the replies are counted.
+    assert 3 <= sent <= 4
     res = results(tmp_path / "run")
     assert res["stopped"] == "budget" and res["tasks"]["mcqa_single_answer"]["n"] == sent
 

@@ -15,12 +15,20 @@ class BudgetStop(Exception):  # noqa: N818 - a stop signal, not a failure
 class Budget:
     """Shared by every endpoint of a run; `spent` reads what the endpoints have spent so far."""
 
-    def __init__(self, max_usd: float | None, spent: Callable[[], float]) -> None:
+    def __init__(self, max_usd: float | None, spent: Callable[[], float],
+                 on_spend: Callable[[], None] | None = None) -> None:
         if max_usd is not None and max_usd < 0:
             raise ConfigError(f"budget.max_usd: {max_usd} is negative; give the most this run may spend, in USD")
         self.max_usd = max_usd
         self._spent = spent
+        self._on_spend = on_spend
+        """Called as soon as a reply's cost is counted: a worker process tells the others at once."""
         self.stopped = False
+
+    def spent_more(self) -> None:
+        """A reply's cost was just counted (by the endpoint that received it)."""
+        if self._on_spend is not None:
+            self._on_spend()
 
     @property
     def spent(self) -> float:

@@ -271,6 +271,8 @@ class Endpoint:
         litellm_cost = response_cost(resp, self.model, litellm.completion_cost)
         cost = priced(self._prices, pt, ct) if self._prices is not None else litellm_cost
         self.stats.reply(pt, ct, cost)
+        if self.budget is not None:
+            self.budget.spent_more()
         served = str(getattr(resp, "model", None) or self.model)
         self.served_models.add(served)
         # A record's usage holds a number (0 for an unknown price); results.json's usage says null.

@@ -120,8 +120,9 @@ class LocalServer:
         if log_target is not None:
             log_target.parent.mkdir(parents=True, exist_ok=True)
             self._log = open(log_target, "a", encoding="utf-8")  # noqa: SIM115 - closed in stop()
-        cores = len(usable_cores())
-        idle = None if self.threads else idle_cores()
+        usable = usable_cores()
+        cores = len(usable)
+        idle = None if self.threads else idle_cores(cpus=usable)
         threads = self.threads or pick_threads(cores, idle)
         log.info("embedded model server: %d llama.cpp thread(s) on %d core(s)%s", threads, cores,
                  "" if self.threads else f" ({'?' if idle is None else f'{idle:.1f}'} idle at start)")

@@ -120,6 +120,9 @@ def start_import() -> concurrent.futures.Future[Any]:
     with _future_lock:
         if _import_future is None:
             _import_future = concurrent.futures.Future()
+            # Running, so it cannot be cancelled: a caller cancelled while it waits (a sample stopped) has
+            # asyncio cancel the future it waits on, and that must not fail the import for every other caller.
+            _import_future.set_running_or_notify_cancel()
             if _litellm is not None:
                 _import_future.set_result(_litellm)
             else:

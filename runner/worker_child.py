@@ -127,7 +127,7 @@ async def _work(spec: dict[str, Any], conn: Connection, control: Connection, spe
             outbox.add(job, record)
 
         asking = asyncio.create_task(run_jobs(pending, ctx, sink))
-        threading.Thread(target=_listen, args=(control, asyncio.get_running_loop(), asking), daemon=True).start()
+        _listen(control, asyncio.get_running_loop(), asking)
         flusher = asyncio.create_task(_flush_every(outbox))
         try:
             await asking
@@ -200,11 +200,17 @@ def _jobs(built: Built, ctx: Context, store: SampleStore, specs: Sequence[JobSpe
 
 
 def _listen(control: Connection, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
-    """Wait for the parent's "stop" (or its end closing: it died) and cancel the samples in flight."""
-    with contextlib.suppress(EOFError, OSError):
-        control.recv()
-    with contextlib.suppress(RuntimeError):  # the loop has closed already: the samples are done anyway
-        loop.call_soon_threadsafe(task.cancel)
+    """On the parent's "stop" (or its end closing: it died), cancel the samples in flight. The loop watches the
+    pipe itself: a thread blocked on it could be cut off mid-traceback when this process ends, and a half line
+    on the shared stderr would break the parent's one error line."""
+    fd = control.fileno()
+
+    def heard() -> None:
+        loop.remove_reader(fd)
+        task.cancel()
+
+    loop.add_reader(fd, heard)
+    task.add_done_callback(lambda _: loop.remove_reader(fd))
 
 
 async def _flush_every(outbox: Outbox) -> None:

@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any
 
-from runner.models import inline_calls, lean_cost
+from runner.models import direct_calls, inline_calls, lean_cost
 from runner.models.inline_calls import has_callbacks, use_inline_executor
 
 _import_lock = threading.Lock()
@@ -74,6 +74,7 @@ def import_litellm() -> Any:
             litellm.turn_off_message_logging = True
             _skip_unobserved_logging(litellm)
             lean_cost.install(litellm)
+            direct_calls.install(litellm)
             inline_calls.attach(litellm)
             logging.getLogger("LiteLLM").setLevel(logging.WARNING)
             _litellm = litellm

@@ -20,6 +20,7 @@ from runner.accounting import Stats, parse_pricing, priced, response_cost
 from runner.errors import CallError, EndpointError
 from runner.models.budget import Budget
 from runner.models.cache import ResponseCache, request_key
+from runner.models.direct_calls import DirectCalls
 from runner.models.failures import REFUSED, classify, http_status, quota_exhausted, retry_after, unreachable
 from runner.models.limiter import Limiter
 from runner.models.litellm_import import import_litellm as _import_litellm
@@ -70,6 +71,8 @@ class Endpoint:
     _known: bool | None = field(default=None, repr=False)
     _unusable: str | None = field(default=None, repr=False)
     """Why the endpoint stopped the run (EndpointError): calls that get a slot afterwards send nothing."""
+    _direct: DirectCalls = field(default_factory=DirectCalls, repr=False)
+    """The request shapes whose calls skip acompletion's per-call set-up (direct_calls.py)."""
 
     def __post_init__(self) -> None:
         self._prices = parse_pricing(self.pricing, self.name)
@@ -153,8 +156,9 @@ class Endpoint:
                     # A guard in case the client ignores its own timeout; unlike wait_for it runs the call in
                     # this task instead of a new one per attempt.
                     async with asyncio.timeout(self.timeout + 5):
-                        resp = await litellm.acompletion(**req, api_key=self.api_key, timeout=self.timeout,
-                                                         num_retries=0, max_retries=0)
+                        resp = await self._direct.complete(litellm, {**req, "api_key": self.api_key,
+                                                                     "timeout": self.timeout, "num_retries": 0,
+                                                                     "max_retries": 0})
                     limiter.succeeded(sent_in, (getattr(resp, "_hidden_params", None) or {}).get("additional_headers"))
                     out, litellm_cost = self._output(resp, litellm)
                     self.stats.successes += 1

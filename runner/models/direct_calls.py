@@ -1,0 +1,160 @@
+"""OpenAI-compatible chat calls handed straight to litellm's own HTTP handler, below `acompletion`'s set-up.
+
+On every call `litellm.acompletion` resolves the provider, maps the parameters, builds litellm_params and a
+logging object, and only then hands all of it to `base_llm_http_handler.completion`, which sends the request,
+transforms the reply and raises the provider's error: ~0.7 ms of CPU per call before the handler starts
+(bench/bench_calls.py), as much as everything else the runner does per sample. For one endpoint and one
+request shape (everything but the messages) those arguments are the same on every call, except for the
+call id (tests/test_direct_calls.py checks that on the pinned litellm).
+
+So the first call of each shape goes through `acompletion`, and what acompletion handed the handler is kept.
+Later calls of that shape hand the handler the same arguments with their own messages, call id, logging
+object and empty response; a failure is mapped by litellm's `exception_type` as acompletion maps it, and a
+reply gets its hidden params (cost, rate-limit headers) from litellm's `update_response_metadata` as
+acompletion's wrapper sets them. The request on the wire, the reply object and the exception classes are
+litellm's own (tests/test_direct_calls.py compares both paths).
+
+Everything else stays on `acompletion`: providers other than "openai" (an `api_base` OpenAI-compatible
+server, OpenAI itself), any registered litellm callback (the direct path runs none), messages that are not
+plain text turns (tool calls, images, audio: litellm may rewrite those), and a shape whose first call litellm
+handed the handler in another form (its messages rewritten, a stream, a client of its own).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import copy
+import datetime
+import json
+import uuid
+from typing import Any
+
+from runner.models.inline_calls import has_callbacks
+
+_capturing: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar("_capturing", default=None)
+"""Set around a learning call: litellm's handler appends what it was handed (acompletion runs completion()
+in a copy of the caller's context, so the list is the caller's)."""
+
+_PER_CALL = ("messages", "model_response", "logging_obj", "optional_params", "litellm_params")
+"""The handler's arguments made anew for every call; the rest are kept as acompletion computed them."""
+
+_parts: dict[str, Any] = {}
+"""litellm's handler (unwrapped), logging class, response class and helpers, looked up once by `install`."""
+
+
+def install(litellm: Any) -> None:
+    """Let learning calls see what acompletion hands litellm's HTTP handler (once per process)."""
+    from litellm.litellm_core_utils.exception_mapping_utils import exception_type
+    from litellm.litellm_core_utils.litellm_logging import Logging
+    from litellm.litellm_core_utils.llm_response_utils.response_metadata import update_response_metadata
+    from litellm.types.utils import ModelResponse
+
+    handler = litellm.main.base_llm_http_handler
+    original = handler.completion
+    if getattr(original, "_runner_seen", False):
+        return
+
+    def completion(*args: Any, **kwargs: Any) -> Any:
+        seen = _capturing.get()
+        if seen is not None and not args:
+            hidden = getattr(kwargs.get("model_response"), "_hidden_params", None)  # provider, region: set
+            seen.append({**{k: copy.deepcopy(v) if k in ("messages", "optional_params", "litellm_params") else v
+                            for k, v in kwargs.items()},  # by completion() before the handler fills it
+                         "_hidden": dict(hidden) if isinstance(hidden, dict) else {}})
+        return original(*args, **kwargs)
+
+    completion._runner_seen = True  # type: ignore[attr-defined]
+    handler.completion = completion
+    _parts.update(send=original, logging=Logging, response=ModelResponse, exception_type=exception_type,
+                  metadata=update_response_metadata)
+
+
+def plain(messages: Any) -> bool:
+    """Text turns only: the messages litellm passes to an OpenAI-compatible handler as they are."""
+    return isinstance(messages, list) and bool(messages) and all(
+        isinstance(m, dict) and m.keys() <= {"role", "content"} and m.get("role") in ("system", "user", "assistant")
+        and isinstance(m.get("content"), str) for m in messages)
+
+
+class DirectCalls:
+    """One endpoint's learned request shapes (shape key -> the handler's fixed arguments, or None: never)."""
+
+    def __init__(self) -> None:
+        self.shapes: dict[str, dict[str, Any] | None] = {}
+        self.direct = 0
+        """Calls that went straight to the handler (the rest went through acompletion)."""
+
+    async def complete(self, litellm: Any, kwargs: dict[str, Any]) -> Any:
+        """`litellm.acompletion(**kwargs)`, or the same call handed to litellm's handler directly."""
+        messages = kwargs.get("messages")
+        if not _parts or kwargs.get("stream") or has_callbacks(litellm) or not plain(messages):
+            return await litellm.acompletion(**kwargs)
+        key = json.dumps({k: v for k, v in kwargs.items() if k != "messages"}, sort_keys=True, default=repr)
+        if key not in self.shapes:
+            return await self._learn(litellm, key, kwargs)
+        fixed = self.shapes[key]
+        if fixed is None:
+            return await litellm.acompletion(**kwargs)
+        self.direct += 1
+        return await _send(fixed, kwargs)
+
+    async def _learn(self, litellm: Any, key: str, kwargs: dict[str, Any]) -> Any:
+        seen: list[dict[str, Any]] = []
+        token = _capturing.set(seen)
+        try:
+            return await litellm.acompletion(**kwargs)
+        finally:  # what was handed over does not depend on the reply: a failed call teaches as well
+            _capturing.reset(token)
+            if seen and key not in self.shapes:  # the first of a wave of such calls to come back decides
+                self.shapes[key] = _fixed(seen, kwargs["messages"])
+
+
+def _fixed(seen: list[dict[str, Any]], messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What one handler call kept for its shape, if litellm handed it over in the form the direct path
+    reproduces: once, for "openai", the messages as given, no stream, no client or session of its own."""
+    if len(seen) != 1:
+        return None
+    call = seen[0]
+    if (call.get("custom_llm_provider") != "openai" or call.get("messages") != messages or call.get("stream")
+            or call.get("acompletion") is not True or call.get("client") is not None
+            or call.get("shared_session") is not None or not isinstance(call.get("litellm_params"), dict)):
+        return None
+    logged = getattr(call.get("logging_obj"), "optional_params", None)
+    return {**{k: v for k, v in call.items() if k not in _PER_CALL and k != "_hidden"},
+            "_hidden": call["_hidden"],
+            "_optional_params": call.get("optional_params") or {},
+            "_logged_params": logged if isinstance(logged, dict) else {},
+            "_litellm_params": {k: v for k, v in call["litellm_params"].items() if k != "litellm_call_id"}}
+
+
+async def _send(fixed: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+    """One call as acompletion would make it, from the handler on."""
+    start = datetime.datetime.now()
+    call_id = str(uuid.uuid4())
+    messages = kwargs["messages"]
+    request = {**kwargs, "litellm_call_id": call_id}
+    litellm_params = {**fixed["_litellm_params"], "litellm_call_id": call_id}
+    log = _parts["logging"](model=kwargs["model"], messages=messages, stream=False, litellm_call_id=call_id,
+                            litellm_trace_id=None, function_id="", call_type="acompletion", start_time=start,
+                            kwargs=request)
+    log.update_environment_variables(model=fixed["model"], user=None,
+                                     optional_params=copy.deepcopy(fixed["_logged_params"]),
+                                     litellm_params=litellm_params, custom_llm_provider="openai")
+    handed = {k: v for k, v in fixed.items() if not k.startswith("_")}
+    try:
+        empty = _parts["response"]()
+        empty._hidden_params.update(fixed["_hidden"])
+        resp = await _parts["send"](**handed, messages=messages, model_response=empty,
+                                    logging_obj=log, optional_params=copy.deepcopy(fixed["_optional_params"]),
+                                    litellm_params=litellm_params)
+    except Exception as exc:  # noqa: BLE001 - mapped as acompletion maps it (the mapping raises)
+        extra = {k: v for k, v in request.items() if k not in ("model", "messages")}
+        _parts["exception_type"](model=kwargs["model"], custom_llm_provider="openai", original_exception=exc,
+                                 completion_kwargs={"model": kwargs["model"], "messages": messages,
+                                                    "timeout": kwargs.get("timeout"), "api_key": kwargs.get("api_key"),
+                                                    "acompletion": True},
+                                 extra_kwargs=extra)
+        raise  # exception_type always raises; this only keeps type checkers and readers sure of it
+    _parts["metadata"](result=resp, logging_obj=log, model=kwargs["model"], kwargs=request, start_time=start,
+                       end_time=datetime.datetime.now())
+    return resp

@@ -2,7 +2,7 @@
 
 Runs the same `runner.__main__.main()`, wrapping a few functions to record CLOCK_MONOTONIC times:
 probe_start (interpreter up), main_start, litellm import start/end (the prewarm thread), hydra job
-start (config composed), build end, execute start/end, first/last litellm.acompletion call, what follows
+start (config composed), build end, execute start/end, first/last litellm call (DirectCalls.complete), what follows
 the last reply (jobs done, samples files closed, tasks closed, the first interval computed), exit.
 Writes {"events": {...}, "datasets_imported": bool, "litellm_import": {...}} to $BENCH_PROBE_OUT.
 """
@@ -68,6 +68,7 @@ atexit.register(dump)
 
 import runner.__main__ as entry  # noqa: E402
 import runner.models.litellm_import as lm  # noqa: E402
+from runner.models.direct_calls import DirectCalls  # noqa: E402
 
 mark("runner_main_imported")
 _orig_import = lm.import_litellm
@@ -80,22 +81,24 @@ def timed_import() -> Any:
     info.setdefault("litellm_import", {"wall_s": time.monotonic() - w0, "thread_cpu_s": time.thread_time() - c0,
                               "thread": threading.current_thread().name})
     mark("litellm_import_end")
-    if not getattr(mod.acompletion, "_probe", False):
-        orig = mod.acompletion
-
-        @functools.wraps(orig)
-        async def acompletion(*a: Any, **k: Any) -> Any:
-            mark("first_acompletion_call")
-            try:
-                return await orig(*a, **k)
-            finally:
-                events["last_acompletion_return"] = time.monotonic()
-                cpu["last_acompletion_return"] = time.process_time()
-
-        acompletion._probe = True  # type: ignore[attr-defined]
-        mod.acompletion = acompletion
     return mod
 
+
+# Every model call passes here, whether litellm's acompletion or its HTTP handler sends it (direct_calls.py).
+_orig_complete = DirectCalls.complete
+
+
+@functools.wraps(_orig_complete)
+async def complete(self: DirectCalls, litellm: Any, kwargs: dict[str, Any]) -> Any:
+    mark("first_litellm_call")
+    try:
+        return await _orig_complete(self, litellm, kwargs)
+    finally:
+        events["last_litellm_return"] = time.monotonic()
+        cpu["last_litellm_return"] = time.process_time()
+
+
+DirectCalls.complete = complete  # type: ignore[method-assign]
 
 lm.import_litellm = timed_import
 _orig_job = entry._job

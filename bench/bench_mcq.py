@@ -269,11 +269,11 @@ def breakdown(args: argparse.Namespace, data_dir: Path, tmp: Path) -> dict[str, 
     ev = {k: round(v - t0, 3) for k, v in p["events"].items() if isinstance(v, float)}
     cpu = p.get("cpu", {})
     phases = {}
-    if "first_acompletion_call" in cpu and "last_acompletion_return" in cpu:
-        phases["request phase CPU (all threads)"] = cpu["last_acompletion_return"] - cpu["first_acompletion_call"]
+    if "first_litellm_call" in cpu and "last_litellm_return" in cpu:
+        phases["request phase CPU (all threads)"] = cpu["last_litellm_return"] - cpu["first_litellm_call"]
         phases["request phase CPU per sample, ms"] = 1000 * phases["request phase CPU (all threads)"] / args.n
-    if "first_acompletion_call" in cpu:
-        phases["CPU before first request (all threads)"] = cpu["first_acompletion_call"]
+    if "first_litellm_call" in cpu:
+        phases["CPU before first request (all threads)"] = cpu["first_litellm_call"]
     if "first_request" in r:
         ev["server_first_request"] = round(r["first_request_s"], 3)
         ev["server_last_reply"] = round(r["first_request_s"] + r["request_phase_s"], 3)

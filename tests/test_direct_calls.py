@@ -38,8 +38,10 @@ def learned(srv: FakeLLM, **extra: Any) -> DirectCalls:
 
 def reply_view(resp: Any) -> dict[str, Any]:
     hidden = resp._hidden_params
+    headers = {k: v for k, v in (hidden.get("additional_headers") or {}).items()
+               if k != "llm_provider-date"}  # the server's clock, which can tick between the two calls
     return {"choices": [c.model_dump() for c in resp.choices], "usage": resp.usage.model_dump(), "model": resp.model,
-            "cost": hidden.get("response_cost"), "headers": hidden.get("additional_headers"),
+            "cost": hidden.get("response_cost"), "headers": headers,
             "api_base": hidden.get("api_base"), "model_name": hidden.get("litellm_model_name"),
             "provider": hidden.get("custom_llm_provider")}
 

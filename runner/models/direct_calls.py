@@ -5,9 +5,8 @@ logging object, and only then hands all of it to `base_llm_http_handler.completi
 transforms the reply and raises the provider's error: bench/bench_calls.py measured a bare acompletion at
 1.61 ms of CPU per call and the runner's whole `Endpoint.complete` on this path at 0.84 ms (idle machine,
 L=0, C=128), so ~0.8 ms per call is that set-up, as much as everything else the runner does per sample.
-For one endpoint and one
-request shape (everything but the messages) those arguments are the same on every call, except for the
-call id (tests/test_direct_calls.py checks that on the pinned litellm).
+For one endpoint and one request shape (everything but the messages) those arguments are the same on every
+call, except for the call id (tests/test_direct_calls.py checks that on the pinned litellm).
 
 So the calls of a shape go through `acompletion` until the first of them has come back (a run's first wave of
 requests, sent together, all do), and what acompletion handed the handler is kept. Later calls of that shape

@@ -8,8 +8,10 @@ L=0, C=128), so ~0.8 ms per call is that set-up, as much as everything else the 
 For one endpoint and one request shape (everything but the messages) those arguments are the same on every
 call, except for the call id (tests/test_direct_calls.py checks that on the pinned litellm).
 
-So the calls of a shape go through `acompletion` until the first of them has come back (a run's first wave of
-requests, sent together, all do), and what acompletion handed the handler is kept. Later calls of that shape
+So the first call of a shape goes through `acompletion`, and what acompletion hands the handler is kept the
+moment it is handed over, before the request is sent: the rest of a run's first wave, started in the same
+pass of the event loop, already go direct (deciding only once the first reply was back sent a whole wave of
+128 through acompletion, ~0.1 s of CPU more in the wave that delays every later one). Later calls of that shape
 hand the handler the same arguments with their own messages, call id, logging object and empty response; a
 failure is mapped by litellm's `exception_type` as acompletion maps it, and a reply gets its hidden params
 (cost, rate-limit headers) from litellm's `update_response_metadata` as acompletion's wrapper sets them. The
@@ -37,6 +39,14 @@ _capturing: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.Co
 """Set around a learning call: litellm's handler appends what it was handed (acompletion runs completion()
 in a copy of the caller's context, so the list is the caller's)."""
 
+
+class _Seen(list):  # type: ignore[type-arg]
+    """The handler calls one learning call made, with what to do at the first of them."""
+
+    def __init__(self, first: Any) -> None:
+        super().__init__()
+        self.first = first
+
 _PER_CALL = ("messages", "model_response", "logging_obj", "optional_params", "litellm_params")
 """The handler's arguments made anew for every call; the rest are kept as acompletion computed them."""
 
@@ -63,6 +73,8 @@ def install(litellm: Any) -> None:
             seen.append({**{k: copy.deepcopy(v) if k in ("messages", "optional_params", "litellm_params") else v
                             for k, v in kwargs.items()},  # by completion() before the handler fills it
                          "_hidden": dict(hidden) if isinstance(hidden, dict) else {}})
+            if len(seen) == 1 and isinstance(seen, _Seen):
+                seen.first(seen)
         return original(*args, **kwargs)
 
     completion._runner_seen = True  # type: ignore[attr-defined]
@@ -101,14 +113,18 @@ class DirectCalls:
         return await _send(fixed, kwargs)
 
     async def _learn(self, litellm: Any, key: str, kwargs: dict[str, Any]) -> Any:
-        seen: list[dict[str, Any]] = []
+        def decide(seen: list[dict[str, Any]]) -> None:
+            if key not in self.shapes:  # the first such call to reach the handler decides
+                self.shapes[key] = _fixed(seen, kwargs["messages"])
+
+        seen = _Seen(decide)
         token = _capturing.set(seen)
         try:
             return await litellm.acompletion(**kwargs)
         finally:  # what was handed over does not depend on the reply: a failed call teaches as well
             _capturing.reset(token)
-            if seen and key not in self.shapes:  # the first of a wave of such calls to come back decides
-                self.shapes[key] = _fixed(seen, kwargs["messages"])
+            if len(seen) > 1:  # litellm called the handler again for this one call: not a form we reproduce
+                self.shapes[key] = None
 
 
 def _fixed(seen: list[dict[str, Any]], messages: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -10,7 +10,8 @@ only writer of the samples files. Messages to the parent, in order:
 * `("done", final)` or `("failed", (error class module, name, message), final)` last.
 
 `snapshot` and `final` map each endpoint's name to its usage so far (`Endpoint.usage()` in `final`). The
-parent says `"stop"` (or closes its end) to cancel the samples in flight; Ctrl-C is the parent's to handle.
+parent's first message is this worker's share of the jobs; then it says `"stop"` (or closes its end) to
+cancel the samples in flight; Ctrl-C is the parent's to handle.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def main(spec: dict[str, Any], conn: Connection, control: Connection, spent: Any
     # would only add noise to the parent's one line.
     warnings.filterwarnings("ignore", message=r"coroutine '[\w.]*(Handler|completion)[\w.]*' was never awaited",
                             category=RuntimeWarning)
-    with contextlib.suppress(OSError):  # the parent is gone (its end of the pipe closed): nobody to tell
+    with contextlib.suppress(OSError, EOFError):  # the parent is gone (its end of a pipe closed): nobody to tell
+        spec = {**spec, "jobs": control.recv()}  # the parent's first message: this worker's share (JobSpecs)
         asyncio.run(_work(spec, conn, control, spent))
 
 

@@ -170,14 +170,21 @@ class Pool:
                 for i in range(self.n):
                     conn, child_conn = context.Pipe(duplex=False)
                     child_control, control = context.Pipe(duplex=False)
-                    spec = {**base, "index": i, "jobs": specs[i::self.n],
-                            "concurrency": {name: parts[i] for name, parts in ceilings.items()}}
+                    spec = {**base, "index": i, "concurrency": {name: parts[i] for name, parts in ceilings.items()}}
                     process = context.Process(target=worker_child.main, args=(spec, child_conn, child_control, spent),
                                               name=f"runner-worker-{i + 1}", daemon=True)
                     process.start()
                     child_conn.close()  # this process keeps only its own ends: a worker's exit closes its pipe
                     child_control.close()
                     self.children.append(_Child(i, process, conn, control))
+            # The jobs go over the control pipe once every worker runs, not with the process's arguments:
+            # multiprocessing writes those into a pipe it also holds open for reading, so a worker that dies
+            # before reading them (a failed import, a script without `if __name__ == "__main__"`) left
+            # this process blocked on that write for good. Here a dead worker's pipe is broken instead, and
+            # `_serve` reports the crash.
+            for child in self.children:
+                with contextlib.suppress(OSError):
+                    child.control.send(specs[child.index::self.n])
             del specs
             await self._serve(records, store, display)
         finally:

@@ -237,3 +237,28 @@ def test_null_chooses_from_the_cores_the_samples_and_the_requests_in_flight(monk
     monkeypatch.setattr(workers, "cores", lambda: 1)
     assert workers.workers_for(None, 100_000, _Built(model, judge)) == 1
     assert workers.shares(10, 3) == [4, 3, 3] and workers.shares(2, 2) == [1, 1]
+
+
+def test_a_worker_that_dies_before_reading_its_jobs_stops_the_run_instead_of_hanging(fake_llm, tmp_path):
+    # A script without `if __name__ == "__main__":` makes every spawned worker run the script again, which
+    # fails before the worker reads a thing. With thousands of jobs (more than a pipe holds) handed over as
+    # the process's arguments, the parent used to block on that write for good.
+    data = tmp_path / "data"
+    data.mkdir()
+    with open(data / "mcqa_single_answer.jsonl", "w", encoding="utf-8") as fh:
+        for i in range(3000):
+            fh.write(json.dumps({"Question": f"Question {i}?", "Choices": ["a", "b", "c", "d"],
+                                 "Answer": "ABCD"[i % 4]}) + "\n")
+    script = tmp_path / "unguarded.py"
+    script.write_text("import sys\nfrom runner.__main__ import main\nsys.argv = ['runner', *sys.argv[1:]]\nmain()\n",
+                      encoding="utf-8")
+    run_dir = tmp_path / "run"
+    overrides = args(fake_llm.base_url, run_dir, "workers=2", f"benchmark.data_dir={data}",
+                     tasks="[mcqa_single_answer]")
+    proc = subprocess.run([sys.executable, str(script), *overrides], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    mine = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: worker process")]
+    assert len(mine) == 1 and "before finishing its samples" in mine[0], proc.stderr
+    assert fake_llm.count == 0
+    assert not (run_dir / "results.json").exists()

@@ -253,8 +253,8 @@ def test_a_worker_that_dies_before_reading_its_jobs_stops_the_run_instead_of_han
     script.write_text("import sys\nfrom runner.__main__ import main\nsys.argv = ['runner', *sys.argv[1:]]\nmain()\n",
                       encoding="utf-8")
     run_dir = tmp_path / "run"
-    overrides = args(fake_llm.base_url, run_dir, "workers=2", f"benchmark.data_dir={data}",
-                     tasks="[mcqa_single_answer]")
+    overrides = [f"benchmark.data_dir={data}" if o.startswith("benchmark.data_dir=") else o
+                 for o in args(fake_llm.base_url, run_dir, "workers=2", tasks="[mcqa_single_answer]")]
     proc = subprocess.run([sys.executable, str(script), *overrides], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 1, proc.stderr

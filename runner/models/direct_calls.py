@@ -47,6 +47,7 @@ class _Seen(list):  # type: ignore[type-arg]
         super().__init__()
         self.first = first
 
+
 _PER_CALL = ("messages", "model_response", "logging_obj", "optional_params", "litellm_params")
 """The handler's arguments made anew for every call; the rest are kept as acompletion computed them."""
 

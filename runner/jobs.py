@@ -32,15 +32,20 @@ than they save); freezing what planning left (`gc.freeze()`) changed nothing mea
 
 @dataclass(slots=True)
 class Job:
-    """One sample (and epoch) to ask; `index` is its place in the task's loaded samples, by which a worker
-    process finds it in the data it loads itself."""
+    """One sample (and epoch) to ask; `index` is its place in the task's loaded samples, by which the job
+    finds it when it starts (and a worker process, in the data it loads itself)."""
 
     task: Task
     loaded: Loaded
-    sample: Sample
+    held: Sample | None
+    """The sample itself, where the loaded samples cannot build it again from its row (`Loaded.later`)."""
     fingerprint: str
     epoch: int = 0
     index: int = -1
+
+    @property
+    def sample(self) -> Sample:
+        return self.held if self.held is not None else self.loaded.samples[self.index]
 
 
 Sink = Callable[[Job, dict[str, Any]], None]
@@ -55,20 +60,21 @@ def error_record(task: Task, sample_id: Any, prompt: Any, reference: Any, error:
 
 async def evaluate(job: Job, ctx: Context) -> dict[str, Any]:
     """Ask and score one sample; a failure of this sample alone is its error record."""
-    CURRENT_SAMPLE.set((job.task.name, record_key(job.sample.id, job.epoch)))
+    sample = job.sample
+    CURRENT_SAMPLE.set((job.task.name, record_key(sample.id, job.epoch)))
     CURRENT_EPOCH.set((job.epoch, ctx.seed + job.epoch) if ctx.epochs > 1 else None)
     try:
-        done = await job.task.evaluate(job.sample, job.loaded.shots, ctx)
+        done = await job.task.evaluate(sample, job.loaded.shots, ctx)
         return {**done.to_dict(), "epoch": job.epoch, "fingerprint": job.fingerprint}
     except (RunnerError, asyncio.CancelledError, BudgetStop):
         raise
     except CallError as exc:
         error = f"call failed after {exc.attempts} attempt(s): {exc}"
     except Exception as exc:  # noqa: BLE001 - one bad sample must not stop the run; it is recorded
-        log.debug("sample %s/%s failed", job.task.name, job.sample.id, exc_info=True)
+        log.debug("sample %s/%s failed", job.task.name, sample.id, exc_info=True)
         error = f"{type(exc).__name__}: {exc}"
     model = ctx.model.name if ctx.model else None
-    failed = error_record(job.task, job.sample.id, job.sample.input, job.sample.target, error, model)
+    failed = error_record(job.task, sample.id, sample.input, sample.target, error, model)
     return {**failed, "epoch": job.epoch, "fingerprint": job.fingerprint}
 
 

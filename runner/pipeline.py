@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runner.benchmarks.base import Context, Loaded, Task
+from runner.benchmarks.lazy_samples import LazySamples
 from runner.build import Built
 from runner.display import Display
 from runner.errors import ConfigError
@@ -93,14 +94,15 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
                         for part in changed(was, fp):
                             counts[part] = counts.get(part, 0) + 1
                     again[key] = offset
-                jobs.append(Job(task, data, sample, fp, epoch, index))
+                jobs.append(Job(task, data, None if data.later is not None else sample, fp, epoch, index))
+        if data.later is not None:  # from here each job builds its sample again when it starts
+            data.samples, data.later = data.later, None
         planned.kept[task.name] = kept
         if unbuildable and len(unbuildable) == len(data.samples):
             raise ConfigError(f"benchmark.specs.{task.name}: no sample's prompt can be built "
                               f"(sample {unbuildable[0][0]}: {unbuildable[0][1]}); check the task's templates")
         if unbuildable:  # recorded as errors, like rows that could not become samples
-            ids = {record_key(i) for i, _ in unbuildable}
-            data.samples = [s for s in data.samples if record_key(s.id) not in ids]
+            data.dropped = len(unbuildable)
             data.bad.extend(unbuildable)
         planned.bad[task.name] = []
         for bad_id, reason in data.bad:
@@ -162,13 +164,15 @@ async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context,
                 for bad_id, reason in planned.bad.get(task.name, ()):
                     record = error_record(task, bad_id, None, None, reason, model)
                     planned.records[task.name].add(record, store.append(record))
-                display.add_task(task.name, total=len(data.samples) * ctx.epochs + len(data.bad),
+                display.add_task(task.name, total=(len(data.samples) - data.dropped) * ctx.epochs + len(data.bad),
                                  done=planned.kept[task.name] + len(data.bad))
-            # From here the samples live in their jobs only, so each one's data can go once it is asked.
+            # From here the samples live in their jobs only (or are built again from their rows when asked),
+            # so each one's data can go once it is asked.
             pending = deque(planned.jobs)
             planned.jobs.clear()
             for data in loaded.values():
-                data.samples = []
+                if not isinstance(data.samples, LazySamples):
+                    data.samples = []
             await _run_jobs(pending, planned.records, ctx, store, display, pool)
     finally:
         if pool is not None:

@@ -19,19 +19,37 @@ def _fallback(value: Any) -> str:
     return repr(value)
 
 
+class RowsDigest:
+    """`rows_sha256` taken a row at a time, for rows read once and not kept."""
+
+    def __init__(self) -> None:
+        self.n, self._sha = 0, hashlib.sha256()
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        self._sha.update(json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                    default=_fallback).encode("utf-8"))
+        self._sha.update(b"\n")
+        self.n += 1
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
+
+    def block(self, source: str, revision: str | None) -> dict[str, Any]:
+        """The results.json `data` block of the rows added so far."""
+        return {"source": source, "revision": revision, "rows": self.n, "sha256": self.hexdigest()}
+
+
 def rows_sha256(rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
     """(number of rows, hex sha256 over their canonical JSON lines)."""
-    digest = hashlib.sha256()
-    n = 0
+    digest = RowsDigest()
     for row in rows:
-        digest.update(json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                                 default=_fallback).encode("utf-8"))
-        digest.update(b"\n")
-        n += 1
-    return n, digest.hexdigest()
+        digest.add(row)
+    return digest.n, digest.hexdigest()
 
 
 def data_block(source: str, revision: str | None, rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The results.json `data` block of one task."""
-    n, sha = rows_sha256(rows)
-    return {"source": source, "revision": revision, "rows": n, "sha256": sha}
+    digest = RowsDigest()
+    for row in rows:
+        digest.add(row)
+    return digest.block(source, revision)

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from runner.errors import DataError
 
@@ -16,23 +18,72 @@ BAD_ROW = "__bad_row__"
 """Key of a placeholder row whose line could not be read; the pipeline records it as an error."""
 
 
+def _parse(line: bytes, path: Path, lineno: int) -> dict[str, Any]:
+    """One line's row; a line that is not a JSON object becomes a placeholder row."""
+    try:
+        row = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else f"not UTF-8 ({exc.reason})"
+        return {BAD_ROW: f"{path}:{lineno}: not valid JSON ({why})"}
+    if not isinstance(row, dict):
+        return {BAD_ROW: f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}"}
+    return row
+
+
+class JsonlRows:
+    """A JSONL file's rows: read in order (blank lines skipped, an unreadable line a placeholder row) and,
+    once read, again one at a time by their place in that order.
+
+    Reading in order keeps each line's offset and length (16 bytes a row), so a run can let a row go once it
+    has planned its sample and read it again when the sample is asked, instead of holding every row of a
+    100,000-sample file for the whole run. A file that changed since it was read stops the run (DataError):
+    its rows are no longer the ones the run fingerprinted and planned.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._starts = array("q")
+        self._lengths = array("q")
+        self._stamp: tuple[int, int, int] | None = None
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        self._starts, self._lengths = array("q"), array("q")
+        with open(self.path, "rb") as fh:
+            self._stamp = _stamp(os.fstat(fh.fileno()))
+            offset = 0
+            for lineno, line in enumerate(fh, start=1):
+                start, offset = offset, offset + len(line)
+                if not line.strip():
+                    continue
+                self._starts.append(start)
+                self._lengths.append(len(line))
+                yield _parse(line, self.path, lineno)
+
+    def __len__(self) -> int:
+        """How many rows have been read so far (all of them once iterated to the end)."""
+        return len(self._starts)
+
+    def row(self, index: int) -> dict[str, Any]:
+        """The row at `index` in file order, read again from the file."""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            if _stamp(os.fstat(fd)) != self._stamp:
+                raise DataError(f"{self.path}: the file changed while the run was asking its samples (read "
+                                "again for a sample after planning); leave a benchmark's data as it is while it "
+                                "runs, and re-run to plan again")
+            line = os.pread(fd, self._lengths[index], self._starts[index])
+        finally:
+            os.close(fd)
+        return _parse(line, self.path, index + 1)
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Rows of a JSONL file; an unreadable line becomes a placeholder row so the rest still runs."""
-    rows: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                rows.append({BAD_ROW: f"{path}:{lineno}: not valid JSON ({exc.msg})"})
-                continue
-            if not isinstance(row, dict):
-                rows.append({BAD_ROW: f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}"})
-                continue
-            rows.append(row)
-    return rows
+    return list(JsonlRows(path))
 
 
 def local_task_file(data_dir: str | Path, task: str) -> Path:
@@ -49,19 +100,40 @@ def local_task_file(data_dir: str | Path, task: str) -> Path:
     return path
 
 
+class Rows(Protocol):
+    """A task's rows: iterated once in dataset order, then read again one at a time by their place in it."""
+
+    def __iter__(self) -> Iterator[dict[str, Any]]: ...
+
+    def row(self, index: int) -> dict[str, Any]: ...
+
+
+class DatasetRows:
+    """The rows of a memory-mapped `datasets.Dataset`: read on access, so nothing is held but the mapping."""
+
+    def __init__(self, ds: Any) -> None:
+        self.ds = ds
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (dict(r) for r in self.ds)
+
+    def row(self, index: int) -> dict[str, Any]:
+        return dict(self.ds[index])
+
+
 def load_rows(task: str, dataset: str | None, split: str, data_dir: str | None,
-              revision: str | None = None) -> list[dict[str, Any]]:
-    """All rows of one task, in dataset order (a hub dataset at `revision`, when one is given)."""
+              revision: str | None = None) -> Rows:
+    """The rows of one task, in dataset order (a hub dataset at `revision`, when one is given)."""
     if data_dir:
-        return read_jsonl(local_task_file(data_dir, task))
+        return JsonlRows(local_task_file(data_dir, task))
     if not dataset:
         raise DataError(f"task '{task}' names no dataset; set benchmark.data_dir=DIR with {task}.jsonl")
-    return load_dataset_rows(dataset, split, revision)
+    return DatasetRows(open_dataset(dataset, split, revision=revision))
 
 
 def load_dataset_rows(dataset: str, split: str, revision: str | None = None) -> list[dict[str, Any]]:
     """Rows of a hub dataset (or a local dataset folder) through `datasets`."""
-    return [dict(r) for r in open_dataset(dataset, split, revision=revision)]
+    return list(DatasetRows(open_dataset(dataset, split, revision=revision)))
 
 
 class MissingSplit(DataError):

@@ -298,7 +298,9 @@ class Pool:
 
 def _spec(job: Job, previous: Mapping[str, Mapping[str, Any]]) -> worker_child.JobSpec:
     again = previous.get(job.task.name)
-    offset = again.offsets.get(record_key(job.sample.id, job.epoch), -1) if isinstance(again, PreviousRecords) else -1
+    if not isinstance(again, PreviousRecords) or not again.offsets:  # no earlier record: no need to read the row
+        return (job.task.name, job.index, job.epoch, job.fingerprint, -1)
+    offset = again.offsets.get(record_key(job.sample.id, job.epoch), -1)
     return (job.task.name, job.index, job.epoch, job.fingerprint, offset)
 
 

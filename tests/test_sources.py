@@ -47,7 +47,7 @@ def test_an_unreachable_hub_dataset_is_one_clear_error():
 def test_local_jsonl_keeps_going_past_a_broken_line(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text('{"a": 1}\n[1, 2]\n{broken\n\n{"a": 2}\n')
-    rows = load_rows("t", None, "train", str(tmp_path))
+    rows = list(load_rows("t", None, "train", str(tmp_path)))
     assert rows[0] == {"a": 1} and rows[-1] == {"a": 2}
     assert "expected a JSON object" in rows[1]["__bad_row__"] and ":3: not valid JSON" in rows[2]["__bad_row__"]
 

@@ -6,6 +6,7 @@ Constructors stay light (they only keep config); data is read in `Benchmark.load
 from __future__ import annotations
 
 import difflib
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -13,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from runner.benchmarks.lazy_samples import LazySamples
 from runner.config import instantiate
 from runner.errors import ConfigError, DataError
-from runner.provenance import data_block
+from runner.provenance import RowsDigest
 from runner.sources import BAD_ROW, load_rows, local_task_file
 from runner.types import Sample, SampleRecord, TaskResult
 
@@ -64,11 +66,18 @@ class Loaded:
     """One task's data: few-shot examples (never scored), samples to score, and rows that failed."""
 
     shots: list[Sample]
-    samples: list[Sample]
+    samples: Sequence[Sample]
+    """In loaded order; a planned job finds its sample by its place here (`Job.index`)."""
     bad: list[tuple[Any, str]] = field(default_factory=list)
     """(id, error) for rows that could not become samples; recorded as errors."""
     data: dict[str, Any] | None = None
     """Where the rows came from and a digest of those used (runner/provenance.py): results.json `data`."""
+    later: LazySamples | None = None
+    """The same samples, each built again from its row when asked for: what `samples` becomes once the run
+    is planned (runner/benchmarks/lazy_samples.py). None: the data cannot be read again by row."""
+    dropped: int = 0
+    """Samples whose prompt could not be built: moved to `bad` by the plan, left in `samples` so that the
+    places of the others stay as planned."""
 
 
 class Task:
@@ -187,11 +196,12 @@ class Benchmark:
         shots: list[Sample] = []
         samples: list[Sample] = []
         bad: list[tuple[Any, str]] = []
-        used = len(rows)
+        places = array("q")  # the row of each sample
+        used = RowsDigest()
         for index, row in enumerate(rows):
             if len(shots) >= k and self.limit is not None and len(samples) + len(bad) >= self.limit:
-                used = index
                 break
+            used.add(row)
             if BAD_ROW in row:
                 bad.append((index, row[BAD_ROW]))
                 continue
@@ -200,15 +210,20 @@ class Benchmark:
             except (ValueError, KeyError, TypeError, IndexError) as exc:
                 bad.append((sample_id(row, index), f"row {index}: {exc}"))
                 continue
-            (shots if len(shots) < k else samples).append(sample)
+            if len(shots) < k:
+                shots.append(sample)
+            else:
+                samples.append(sample)
+                places.append(index)
         if bad and not samples and not shots:
             where = f"{self.data_dir}/{task.name}.jsonl" if self.data_dir else f"{task.dataset} ({task.split})"
             raise DataError(f"{where}: none of its {len(bad)} row(s) can be used by task {task.name} "
                             f"({bad[0][1]}); check that the file has the public dataset's columns")
         source = str(local_task_file(self.data_dir, task.name)) if self.data_dir else \
             f"{task.dataset} (split {task.split})"
-        return Loaded(shots=shots, samples=samples, bad=bad,
-                      data=data_block(source, None if self.data_dir else task.revision, rows[:used]))
+        revision = None if self.data_dir else task.revision
+        return Loaded(shots=shots, samples=samples, bad=bad, data=used.block(source, revision),
+                      later=LazySamples(task, rows, places))
 
     def summary(self, tasks: Sequence[Task], results: Mapping[str, TaskResult]) -> dict[str, Any]:
         """The `summary` block of results.json: each task's headline metric and their macro mean."""

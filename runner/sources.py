@@ -65,7 +65,11 @@ class JsonlRows:
 
     def row(self, index: int) -> dict[str, Any]:
         """The row at `index` in file order, read again from the file."""
-        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError as exc:
+            raise DataError(f"{self.path}: cannot be read again for a sample after planning ({exc.strerror}); "
+                            "leave a benchmark's data in place while it runs, and re-run to plan again") from exc
         try:
             if _stamp(os.fstat(fd)) != self._stamp:
                 raise DataError(f"{self.path}: the file changed while the run was asking its samples (read "

@@ -46,6 +46,16 @@ def test_rows_read_again_by_place_are_the_rows_read_in_order(tmp_path):
         [r for r in in_order if BAD_ROW not in r]
 
 
+def test_a_file_removed_after_it_was_read_is_one_data_error(tmp_path):
+    path = tmp_path / "t.jsonl"
+    write_jsonl(path, [{"a": 1}])
+    rows = JsonlRows(path)
+    list(rows)
+    path.unlink()
+    with pytest.raises(DataError, match=r"t\.jsonl: cannot be read again for a sample after planning"):
+        rows.row(0)
+
+
 @pytest.mark.parametrize("change", ["edit", "replace"])
 def test_a_file_changed_after_it_was_read_is_refused(tmp_path, change):
     path = tmp_path / "t.jsonl"

@@ -39,17 +39,19 @@ class RowsDigest:
         return {"source": source, "revision": revision, "rows": self.n, "sha256": self.hexdigest()}
 
 
-def rows_sha256(rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
-    """(number of rows, hex sha256 over their canonical JSON lines)."""
+def _digest(rows: Iterable[Mapping[str, Any]]) -> RowsDigest:
     digest = RowsDigest()
     for row in rows:
         digest.add(row)
+    return digest
+
+
+def rows_sha256(rows: Iterable[Mapping[str, Any]]) -> tuple[int, str]:
+    """(number of rows, hex sha256 over their canonical JSON lines)."""
+    digest = _digest(rows)
     return digest.n, digest.hexdigest()
 
 
 def data_block(source: str, revision: str | None, rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The results.json `data` block of one task."""
-    digest = RowsDigest()
-    for row in rows:
-        digest.add(row)
-    return digest.block(source, revision)
+    return _digest(rows).block(source, revision)

@@ -18,15 +18,16 @@ BAD_ROW = "__bad_row__"
 """Key of a placeholder row whose line could not be read; the pipeline records it as an error."""
 
 
-def _parse(line: bytes, path: Path, lineno: int) -> dict[str, Any]:
-    """One line's row; a line that is not a JSON object becomes a placeholder row."""
+def _parse(line: bytes, path: Path, place: int | str) -> dict[str, Any]:
+    """One line's row; a line that is not a JSON object becomes a placeholder row naming the file and
+    `place` (a line number, or a row's place when read again)."""
     try:
         row = json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         why = exc.msg if isinstance(exc, json.JSONDecodeError) else f"not UTF-8 ({exc.reason})"
-        return {BAD_ROW: f"{path}:{lineno}: not valid JSON ({why})"}
+        return {BAD_ROW: f"{path}:{place}: not valid JSON ({why})"}
     if not isinstance(row, dict):
-        return {BAD_ROW: f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}"}
+        return {BAD_ROW: f"{path}:{place}: expected a JSON object, got {type(row).__name__}"}
     return row
 
 
@@ -78,7 +79,7 @@ class JsonlRows:
             line = os.pread(fd, self._lengths[index], self._starts[index])
         finally:
             os.close(fd)
-        return _parse(line, self.path, index + 1)
+        return _parse(line, self.path, f"row {index}")
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int, int]:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runner.benchmarks.base import Context, Loaded, Task
-from runner.benchmarks.lazy_samples import LazySamples
 from runner.build import Built
 from runner.display import Display
 from runner.errors import ConfigError
@@ -94,9 +93,8 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
                         for part in changed(was, fp):
                             counts[part] = counts.get(part, 0) + 1
                     again[key] = offset
-                jobs.append(Job(task, data, None if data.later is not None else sample, fp, epoch, index))
-        if data.later is not None:  # from here each job builds its sample again when it starts
-            data.samples, data.later = data.later, None
+                jobs.append(Job(task, data, data.held(sample), fp, epoch, index))
+        data.rebuild_from_rows()
         planned.kept[task.name] = kept
         if unbuildable and len(unbuildable) == len(data.samples):
             raise ConfigError(f"benchmark.specs.{task.name}: no sample's prompt can be built "
@@ -171,8 +169,7 @@ async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context,
             pending = deque(planned.jobs)
             planned.jobs.clear()
             for data in loaded.values():
-                if not isinstance(data.samples, LazySamples):
-                    data.samples = []
+                data.release()
             await _run_jobs(pending, planned.records, ctx, store, display, pool)
     finally:
         if pool is not None:

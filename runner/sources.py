@@ -60,10 +60,6 @@ class JsonlRows:
                 self._lengths.append(len(line))
                 yield _parse(line, self.path, lineno)
 
-    def __len__(self) -> int:
-        """How many rows have been read so far (all of them once iterated to the end)."""
-        return len(self._starts)
-
     def row(self, index: int) -> dict[str, Any]:
         """The row at `index` in file order, read again from the file."""
         try:

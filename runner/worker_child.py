@@ -194,10 +194,10 @@ def _jobs(built: Built, ctx: Context, store: SampleStore, specs: Sequence[JobSpe
         sample = data.samples[index]
         if offset >= 0:
             again[name][record_key(sample.id, epoch)] = offset
-        pending.append(Job(tasks[name], data, None if data.later is not None else sample, fp, epoch, index))
+        pending.append(Job(tasks[name], data, data.held(sample), fp, epoch, index))
     for name, data in loaded.items():
-        # The jobs hold this worker's share, or build it again from the rows: the rest of the data can go.
-        data.samples, data.later = (data.later, None) if data.later is not None else ([], None)
+        data.rebuild_from_rows()
+        data.release()  # the jobs hold this worker's share, or build it again: the rest of the data can go
         ctx.previous[name] = PreviousRecords(store.path(name), again[name])
     return pending
 

@@ -79,6 +79,20 @@ class Loaded:
     """Samples whose prompt could not be built: moved to `bad` by the plan, left in `samples` so that the
     places of the others stay as planned."""
 
+    def held(self, sample: Sample) -> Sample | None:
+        """What a planned job keeps of its sample: nothing where it can be built again from its row."""
+        return None if self.later is not None else sample
+
+    def rebuild_from_rows(self) -> None:
+        """Once every job is made: `samples` become the ones built again from their rows, where they can be."""
+        if self.later is not None:
+            self.samples, self.later = self.later, None
+
+    def release(self) -> None:
+        """Once the jobs are handed on: the loaded samples can go, where the jobs hold their own."""
+        if not isinstance(self.samples, LazySamples):
+            self.samples = []
+
 
 class Task:
     """How one task asks a sample and scores the reply. Subclasses implement the three hooks."""

@@ -214,3 +214,16 @@ def test_the_embedded_model_runs_here_and_costs_nothing(tmp_path):
     built = build(compose(["tracker=none", "cache.enabled=false"]), tmp_path / "run")
     assert built.model is not None and built.model.price_known()
     assert built.model.price(1000, 500) == 0.0 and built.panel.judges[0].price(10, 10) == 0.0
+
+
+def test_a_reply_through_the_runner_costs_what_litellm_says(fake_llm: FakeLLM):
+    litellm = _import_litellm()
+    endpoint = Endpoint(name="mini", model="openai/gpt-4o-mini", api_base=fake_llm.base_url, api_key="k")
+    out = asyncio.run(endpoint.complete([{"role": "user", "content": "one two three"}]))
+    used = litellm.Usage(prompt_tokens=3, completion_tokens=1, total_tokens=4)
+    reply = litellm.ModelResponse(model="gpt-4o-mini", usage=used, choices=[
+        {"index": 0, "message": {"role": "assistant", "content": "A"}, "finish_reason": "stop"}])
+    expected = litellm.completion_cost(completion_response=reply, model="openai/gpt-4o-mini")
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (3, 1)
+    assert out.usage.cost == pytest.approx(expected, rel=1e-12) and expected > 0
+    assert endpoint.usage()["cost_usd"] == pytest.approx(expected, rel=1e-12)

@@ -1,5 +1,5 @@
 """Importing litellm: once, in its own thread, without blocking the event loop; the only module that imports it
-(lean_cost.py looks its cost helpers up once it is loaded).
+.
 
 litellm takes about two seconds to import. The call layer (litellm_model.py) starts the import on first
 need and awaits it, so cache hits and records go on meanwhile; `start_import` may start it earlier.
@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any
 
-from runner.models import direct_calls, inline_calls, lean_cost
+from runner.models import direct_calls, inline_calls
 from runner.models.inline_calls import has_callbacks, use_inline_executor
 
 _import_lock = threading.Lock()
@@ -73,7 +73,6 @@ def import_litellm() -> Any:
             litellm.failure_callback = []
             litellm.turn_off_message_logging = True
             _skip_unobserved_logging(litellm)
-            lean_cost.install(litellm)
             direct_calls.install(litellm)
             inline_calls.attach(litellm)
             logging.getLogger("LiteLLM").setLevel(logging.WARNING)

@@ -133,6 +133,9 @@ class RunnerConfig:
     """Set by `python -m runner.rejudge SRC`: the model's replies come from SRC's records, not the model."""
     dry_run: bool = False
     """Send nothing: print what the run would send and cost, and write only plan.json (runner/dry_run.py)."""
+    pricing_file: str | None = None
+    """A JSON file in litellm's model-prices format, merged over litellm's price map for this run
+    (accounting, dry runs, budgets); an entry's own `pricing` still wins (runner/models/prices.py)."""
 
 
 def package_dir(relative: str) -> str:

@@ -19,6 +19,7 @@ from runner.config import instantiate
 from runner.errors import ConfigError, DataError
 from runner.provenance import RowsDigest
 from runner.sources import BAD_ROW, load_rows, local_task_file
+from runner.store import record_key
 from runner.types import Sample, SampleRecord, TaskResult
 
 if TYPE_CHECKING:
@@ -35,6 +36,42 @@ def sample_id(row: Mapping[str, Any], index: int) -> Any:
         if value is not None and value != "":
             return value
     return index
+
+
+class UniqueIds:
+    """The sample ids of one task's data, checked to be unique before anything is asked.
+
+    The samples files keep one record per id, so two rows under one id would both be asked and paid for
+    while the results counted one. Ids compare as text, as the samples files key records (`record_key`):
+    2 and "2" are the same id. A repeat is a DataError (exit 2) naming the file, the first repeated ids and
+    their rows (0-based, in data order).
+    """
+
+    SHOWN = 3
+    """Repeated ids named in the message; the rest are counted."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self._first: dict[str, int] = {}
+        self._repeats: dict[str, list[int]] = {}
+        """Text of a repeated id -> its rows."""
+
+    def add(self, sample_id: Any, row: int) -> None:
+        key = record_key(sample_id)
+        first = self._first.setdefault(key, row)
+        if first != row:
+            self._repeats.setdefault(key, [first]).append(row)
+
+    def check(self) -> None:
+        """DataError if an id was added from two rows; then forgets the ids (they are not needed after load)."""
+        repeats, self._first = list(self._repeats.items()), {}
+        if not repeats:
+            return
+        shown = "; ".join(f"id {key} at rows {', '.join(map(str, rows))}" for key, rows in repeats[:self.SHOWN])
+        more = f"; and {len(repeats) - self.SHOWN} more repeated id(s)" if len(repeats) > self.SHOWN else ""
+        raise DataError(f"{self.where}: {len(repeats)} sample id(s) repeated ({shown}{more}; rows 0-based in data "
+                        "order); each row must have its own id (the samples files keep one record per id), so "
+                        "remove the repeated rows or give them ids of their own")
 
 
 def require(row: Mapping[str, Any], *columns: str) -> None:
@@ -212,27 +249,32 @@ class Benchmark:
         bad: list[tuple[Any, str]] = []
         places = array("q")  # the row of each sample
         used = RowsDigest()
+        where = f"{self.data_dir}/{task.name}.jsonl" if self.data_dir else f"{task.dataset} ({task.split})"
+        ids = UniqueIds(f"task {task.name}, {where}")
         for index, row in enumerate(rows):
             if len(shots) >= k and self.limit is not None and len(samples) + len(bad) >= self.limit:
                 break
             used.add(row)
             if BAD_ROW in row:
                 bad.append((index, row[BAD_ROW]))
+                ids.add(index, index)
                 continue
             try:
                 sample = task.to_sample(row, index)
             except (ValueError, KeyError, TypeError, IndexError) as exc:
                 bad.append((sample_id(row, index), f"row {index}: {exc}"))
+                ids.add(bad[-1][0], index)
                 continue
             if len(shots) < k:
-                shots.append(sample)
+                shots.append(sample)  # never scored, so never a record: its id may repeat a sample's
             else:
                 samples.append(sample)
                 places.append(index)
+                ids.add(sample.id, index)
         if bad and not samples and not shots:
-            where = f"{self.data_dir}/{task.name}.jsonl" if self.data_dir else f"{task.dataset} ({task.split})"
             raise DataError(f"{where}: none of its {len(bad)} row(s) can be used by task {task.name} "
                             f"({bad[0][1]}); check that the file has the public dataset's columns")
+        ids.check()
         source = str(local_task_file(self.data_dir, task.name)) if self.data_dir else \
             f"{task.dataset} (split {task.split})"
         revision = None if self.data_dir else task.revision

@@ -202,3 +202,42 @@ def test_a_call_that_hands_the_handler_twice_teaches_no_shape():
         assert srv.count == 3
     assert out.choices[0].message.content == "B"
     assert list(calls.shapes.values()) == [None] and calls.direct == 0
+
+
+def test_the_direct_path_checks_what_it_uses_and_stays_off_where_litellm_differs():
+    # The pinned litellm passes the check (the module is installed, so its parts are there)...
+    assert direct_calls.install(litellm) is None and direct_calls._parts
+    # ...and a litellm without the handler, or whose helpers take other arguments, is named, not used.
+    class NoHandler:
+        main = object()
+
+    assert "base_llm_http_handler" in str(direct_calls.install(NoHandler()))
+
+    def renamed(result: Any, logging_object: Any) -> None: ...
+
+    assert direct_calls.missing_parameters(renamed, ("result", "logging_obj")) == ["logging_obj"]
+    assert direct_calls.missing_parameters(lambda **kw: None, ("anything",)) == []
+    assert direct_calls.missing_parameters(None, ("x",)) == ["x"]
+
+
+def test_a_direct_call_whose_set_up_fails_goes_through_acompletion_and_turns_the_path_off(caplog):
+    # What a litellm release that changed its Logging class would do to a learned shape: the call is still
+    # answered (through acompletion), the run is told once, and later calls skip the direct path.
+    with FakeLLM(default="Answer: B") as srv:
+        calls = learned(srv)
+        saved = dict(direct_calls._parts)
+
+        def changed_logging(**kwargs: Any) -> Any:
+            raise TypeError("Logging.__init__() got an unexpected keyword argument 'litellm_trace_id'")
+
+        direct_calls._parts["logging"] = changed_logging
+        try:
+            with caplog.at_level("WARNING", logger="runner.fast_paths"):
+                outs = [asyncio.run(calls.complete(litellm, call(srv.base_url, f"q{i}"))) for i in range(3)]
+            assert not direct_calls._parts
+        finally:
+            direct_calls._parts.update(saved)
+        assert srv.count == 4  # the learning call and three answered calls: nothing sent twice
+    assert [o.choices[0].message.content for o in outs] == ["Answer: B"] * 3
+    notes = [r.getMessage() for r in caplog.records if r.name == "runner.fast_paths"]
+    assert len(notes) == 1 and "direct calls are off" in notes[0] and "unexpected keyword" in notes[0]

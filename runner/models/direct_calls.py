@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import datetime
+import inspect
 import json
 import uuid
 from typing import Any
@@ -55,17 +56,35 @@ _parts: dict[str, Any] = {}
 """litellm's handler (unwrapped), logging class, response class and helpers, looked up once by `install`."""
 
 
-def install(litellm: Any) -> None:
-    """Let learning calls see what acompletion hands litellm's HTTP handler (once per process)."""
-    from litellm.litellm_core_utils.exception_mapping_utils import exception_type
-    from litellm.litellm_core_utils.litellm_logging import Logging
-    from litellm.litellm_core_utils.llm_response_utils.response_metadata import update_response_metadata
-    from litellm.types.utils import ModelResponse
+def install(litellm: Any) -> str | None:
+    """Let learning calls see what acompletion hands litellm's HTTP handler (once per process). Returns why
+    the direct path stays off with this litellm (None: on): each private name it uses must be there and
+    take the arguments it passes, else every call goes through acompletion."""
+    try:
+        from litellm.litellm_core_utils.exception_mapping_utils import exception_type
+        from litellm.litellm_core_utils.litellm_logging import Logging
+        from litellm.litellm_core_utils.llm_response_utils.response_metadata import update_response_metadata
+        from litellm.types.utils import ModelResponse
 
-    handler = litellm.main.base_llm_http_handler
-    original = handler.completion
+        handler = litellm.main.base_llm_http_handler
+        original = handler.completion
+    except (ImportError, AttributeError) as exc:
+        return f"{type(exc).__name__}: {exc}"
     if getattr(original, "_runner_seen", False):
-        return
+        return None
+    for where, fn, names in (
+            ("BaseLLMHTTPHandler.completion", original, _PER_CALL),
+            ("Logging", Logging, ("model", "messages", "stream", "litellm_call_id", "litellm_trace_id",
+                                  "function_id", "call_type", "start_time", "kwargs")),
+            ("Logging.update_environment_variables", getattr(Logging, "update_environment_variables", None),
+             ("model", "user", "optional_params", "litellm_params", "custom_llm_provider")),
+            ("exception_type", exception_type, ("model", "custom_llm_provider", "original_exception",
+                                                "completion_kwargs", "extra_kwargs")),
+            ("update_response_metadata", update_response_metadata,
+             ("result", "logging_obj", "model", "kwargs", "start_time", "end_time"))):
+        missing = missing_parameters(fn, names)
+        if missing:
+            return f"litellm's {where} no longer takes {', '.join(missing)}"
 
     def completion(*args: Any, **kwargs: Any) -> Any:
         seen = _capturing.get()
@@ -82,6 +101,27 @@ def install(litellm: Any) -> None:
     handler.completion = completion
     _parts.update(send=original, logging=Logging, response=ModelResponse, exception_type=exception_type,
                   metadata=update_response_metadata)
+    return None
+
+
+def missing_parameters(fn: Any, names: tuple[str, ...]) -> list[str]:
+    """The keyword arguments of `names` that `fn` does not take (all of them when it is not callable)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return list(names)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return []
+    return [n for n in names if n not in params]
+
+
+def turn_off(reason: str) -> None:
+    """Stop sending calls directly for the rest of the process (litellm_import.py says so once)."""
+    if _parts:
+        _parts.clear()
+        from runner.models.litellm_import import fast_path_off
+
+        fast_path_off("direct calls", reason)
 
 
 def plain(messages: Any) -> bool:
@@ -111,7 +151,7 @@ class DirectCalls:
         if fixed is None:
             return await litellm.acompletion(**kwargs)
         self.direct += 1
-        return await _send(fixed, kwargs)
+        return await _send(litellm, fixed, kwargs)
 
     async def _learn(self, litellm: Any, key: str, kwargs: dict[str, Any]) -> Any:
         def decide(seen: list[dict[str, Any]]) -> None:
@@ -146,34 +186,56 @@ def _fixed(seen: list[dict[str, Any]], messages: list[dict[str, Any]]) -> dict[s
             "_litellm_params": {k: v for k, v in call["litellm_params"].items() if k != "litellm_call_id"}}
 
 
-async def _send(fixed: dict[str, Any], kwargs: dict[str, Any]) -> Any:
-    """One call as acompletion would make it, from the handler on."""
+async def _send(litellm: Any, fixed: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+    """One call as acompletion would make it, from the handler on. Where a step of litellm's own fails in a
+    way no provider error explains (this litellm changed), the direct path turns off and the call goes
+    through acompletion: the path is never the reason a call fails."""
     start = datetime.datetime.now()
     call_id = str(uuid.uuid4())
     messages = kwargs["messages"]
     request = {**kwargs, "litellm_call_id": call_id}
     litellm_params = {**fixed["_litellm_params"], "litellm_call_id": call_id}
-    log = _parts["logging"](model=kwargs["model"], messages=messages, stream=False, litellm_call_id=call_id,
-                            litellm_trace_id=None, function_id="", call_type="acompletion", start_time=start,
-                            kwargs=request)
-    log.update_environment_variables(model=fixed["model"], user=None,
-                                     optional_params=copy.deepcopy(fixed["_logged_params"]),
-                                     litellm_params=litellm_params, custom_llm_provider="openai")
+    parts = dict(_parts)
+    if not parts:  # turned off meanwhile
+        return await litellm.acompletion(**kwargs)
+    try:
+        log = parts["logging"](model=kwargs["model"], messages=messages, stream=False, litellm_call_id=call_id,
+                               litellm_trace_id=None, function_id="", call_type="acompletion", start_time=start,
+                               kwargs=request)
+        log.update_environment_variables(model=fixed["model"], user=None,
+                                         optional_params=copy.deepcopy(fixed["_logged_params"]),
+                                         litellm_params=litellm_params, custom_llm_provider="openai")
+        empty = parts["response"]()
+        empty._hidden_params.update(fixed["_hidden"])
+    except Exception as exc:  # noqa: BLE001 - nothing was sent: acompletion sends it
+        turn_off(f"setting up a call failed: {type(exc).__name__}: {exc}")
+        return await litellm.acompletion(**kwargs)
     handed = {k: v for k, v in fixed.items() if not k.startswith("_")}
     try:
-        empty = _parts["response"]()
-        empty._hidden_params.update(fixed["_hidden"])
-        resp = await _parts["send"](**handed, messages=messages, model_response=empty,
-                                    logging_obj=log, optional_params=copy.deepcopy(fixed["_optional_params"]),
-                                    litellm_params=litellm_params)
+        resp = await parts["send"](**handed, messages=messages, model_response=empty,
+                                   logging_obj=log, optional_params=copy.deepcopy(fixed["_optional_params"]),
+                                   litellm_params=litellm_params)
     except Exception as exc:  # noqa: BLE001 - mapped as acompletion maps it (the mapping raises)
         extra = {k: v for k, v in request.items() if k not in ("model", "messages")}
-        _parts["exception_type"](model=kwargs["model"], custom_llm_provider="openai", original_exception=exc,
-                                 completion_kwargs={"model": kwargs["model"], "messages": messages,
-                                                    "timeout": kwargs.get("timeout"), "api_key": kwargs.get("api_key"),
-                                                    "acompletion": True},
-                                 extra_kwargs=extra)
-        raise  # exception_type always raises; this only keeps type checkers and readers sure of it
-    _parts["metadata"](result=resp, logging_obj=log, model=kwargs["model"], kwargs=request, start_time=start,
-                       end_time=datetime.datetime.now())
+        try:
+            parts["exception_type"](model=kwargs["model"], custom_llm_provider="openai", original_exception=exc,
+                                    completion_kwargs={"model": kwargs["model"], "messages": messages,
+                                                       "timeout": kwargs.get("timeout"),
+                                                       "api_key": kwargs.get("api_key"), "acompletion": True},
+                                    extra_kwargs=extra)
+        except Exception as mapped:  # noqa: BLE001 - litellm's own exception classes are the mapping's answer
+            if type(mapped).__module__.startswith("litellm."):
+                raise mapped from exc
+            turn_off(f"mapping an error failed: {type(mapped).__name__}: {mapped}")
+        else:
+            turn_off("litellm's exception_type returned instead of raising")
+        return await litellm.acompletion(**kwargs)  # as a retry of the failed request would
+    if not isinstance(resp, parts["response"]) or not getattr(resp, "choices", None):
+        turn_off(f"the handler returned {type(resp).__name__}, not a chat reply")
+        return await litellm.acompletion(**kwargs)
+    try:
+        parts["metadata"](result=resp, logging_obj=log, model=kwargs["model"], kwargs=request, start_time=start,
+                          end_time=datetime.datetime.now())
+    except Exception as exc:  # noqa: BLE001 - the reply stands; its cost then comes from completion_cost
+        turn_off(f"reading a reply's metadata failed: {type(exc).__name__}: {exc}")
     return resp

@@ -54,10 +54,19 @@ class InlineExecutor(concurrent.futures.ThreadPoolExecutor):
         return future
 
 
-def attach(litellm: Any) -> None:
-    """Tell this module which litellm to recognise (litellm_import.py calls it once litellm is loaded)."""
+def attach(litellm: Any) -> str | None:
+    """Tell this module which litellm to recognise (litellm_import.py calls it once litellm is loaded).
+    Returns why calls keep their thread with this litellm (None: the inline path is on)."""
     global _litellm
+    main = getattr(litellm, "main", None)
+    for name, found in (("main.completion", getattr(main, "completion", None)),
+                        ("get_llm_provider", getattr(litellm, "get_llm_provider", None))):
+        if not callable(found):
+            return f"litellm has no {name}"
+    if not hasattr(litellm, "secret_manager_client"):
+        return "litellm has no secret_manager_client"
     _litellm = litellm
+    return None
 
 
 def use_inline_executor() -> None:

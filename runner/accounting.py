@@ -256,8 +256,10 @@ def closing_line(results: Mapping[str, Any]) -> str:
     requests = int(total.get("requests") or 0) + cached
     tokens = int(total.get("prompt_tokens") or 0) + int(total.get("completion_tokens") or 0)
     cost = total.get("cost_usd", total.get("cost"))
+    # No reply asked for at all: no cost to state, not "$0.00" as if something had been bought for nothing.
     parts = [f"done: {path}", f"{requests:,} request{'' if requests == 1 else 's'} ({cached:,} cached)",
-             f"{tokens:,} tokens", format_usd(None if cost is None else float(cost))]
+             f"{tokens:,} tokens", "nothing sent" if requests == 0 and not cost else
+             format_usd(None if cost is None else float(cost))]
     duration = run.get("duration_s")
     if isinstance(duration, (int, float)):
         parts.append(f"{duration:.1f} s")

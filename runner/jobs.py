@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner.benchmarks.base import Context, Loaded, Task
-from runner.errors import CallError, RunnerError
+from runner.errors import CallError, RunnerError, repeating_fault
 from runner.models.budget import BudgetStop
 from runner.redact import redact_text
 from runner.store import record_key
@@ -72,6 +72,9 @@ async def evaluate(job: Job, ctx: Context) -> dict[str, Any]:
         error = f"call failed after {exc.attempts} attempt(s): {exc}"
     except Exception as exc:  # noqa: BLE001 - one bad sample must not stop the run; it is recorded
         log.debug("sample %s/%s failed", job.task.name, sample.id, exc_info=True)
+        fault = repeating_fault(exc)
+        if fault is not None:  # every sample and every re-run would fail alike: say so once, stop
+            raise fault from exc
         error = f"{type(exc).__name__}: {exc}"
     model = ctx.model.name if ctx.model else None
     failed = error_record(job.task, sample.id, sample.input, sample.target, error, model)

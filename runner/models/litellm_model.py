@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.accounting import Stats, parse_pricing, priced, response_cost
-from runner.errors import CallError, EndpointError
+from runner.errors import CallError, EndpointError, repeating_fault
 from runner.models.budget import Budget
 from runner.models.cache import ResponseCache, request_key
 from runner.models.direct_calls import DirectCalls
@@ -166,6 +166,9 @@ class Endpoint:
                 except (asyncio.CancelledError, KeyboardInterrupt):
                     raise
                 except Exception as exc:  # noqa: BLE001 - classified below, never swallowed silently
+                    fault = repeating_fault(exc)
+                    if fault is not None:  # litellm or the runner broken as installed: no retry can help
+                        raise fault from exc
                     last = exc
                     kind = classify(exc, litellm)
                     if kind == "fatal":

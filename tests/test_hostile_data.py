@@ -4,11 +4,12 @@ what results.json describes. Real data files, the fake OpenAI-compatible server,
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import cli, fake_model_overrides, one_line_error, run_in_process, write_jsonl
+from conftest import cli, fake_model_overrides, one_line_error, read_jsonl, run_in_process, write_jsonl
 
 from runner.errors import DataError
 
@@ -93,3 +94,63 @@ def test_the_cli_says_so_in_one_line_with_exit_2(tmp_path):
     assert proc.returncode == 2, proc.stderr
     line = one_line_error(proc)
     assert "mcqa_single_answer.jsonl" in line and "id 1 at rows 0, 2" in line
+
+
+# ---------------------------------------------------------------- MUGEN ids
+
+
+def test_every_mugen_prediction_record_is_judged_under_an_id_no_other_record_has(fake_llm, tmp_path):
+    from test_mugen_runs import overrides as mugen_overrides
+    from test_mugen_runs import rubric_judge
+
+    preds = tmp_path / "preds" / "Intent_Classification"
+    preds.mkdir(parents=True)
+    records = [
+        {"id": 1, "instruction": "Which speaker greets?", "answer": "(A)", "response": "(A)"},
+        # No id: its row index (1) is record 0's id, and index_1 is record 4's: judged as index_1_.
+        {"instruction": "Which speaker laughs?", "answer": "(B)", "response": "Audio 2"},
+        {"id": "2", "instruction": "Which speaker whispers?", "answer": "(C)", "response": "(A)"},
+        {"id": 2, "instruction": "Which speaker sings?", "answer": "(C)", "response": "(C)"},  # "2" again
+        {"id": "index_1", "instruction": "Which speaker coughs?", "answer": "(D)", "response": "(D)"},
+    ]
+    (preds / "output.json").write_text(json.dumps(records), encoding="utf-8")
+    fake_llm.default = rubric_judge
+    run_dir = tmp_path / "run"
+    results = run_in_process(mugen_overrides(fake_llm, run_dir, f"benchmark.prediction_dir={tmp_path / 'preds'}"),
+                             run_dir)
+    task = results["tasks"]["Intent_Classification"]
+    # All five judged (one judge call each), as llm_judge.py judges every record: 4 right of 5.
+    assert (task["n"], task["n_errors"], task["metrics"]["accuracy"], fake_llm.count) == (5, 0, 0.8, 5)
+    got = {r["id"]: r["scores"]["accuracy"] for r in read_jsonl(run_dir / "samples" / "Intent_Classification.jsonl")}
+    assert got == {1: 1.0, "index_1_": 1.0, "2": 0.0, "index_3": 1.0, "index_1": 1.0}
+    judged = json.loads((run_dir / "Intent_Classification" / "llm_judge_results.json").read_text())
+    # MUGEN's file: every input record as it was (its own id, or none), in file order, plus the verdict.
+    assert [{k: v for k, v in r.items() if k not in ("Explanation", "Judgement")} for r in judged] == records
+    assert [r["Judgement"] for r in judged] == ["correct", "correct", "incorrect", "correct", "correct"]
+
+
+def test_a_repeated_id_in_mugen_data_rows_stops_the_run_before_any_request(fake_llm, tmp_path):
+    from test_mugen_runs import overrides as mugen_overrides
+
+    rows = [{"id": i % 2, "instruction": f"Which clip says {w}?", "answer": "(A)", "audio1": "a.wav"}
+            for i, w in enumerate(["yes", "no", "stop"])]
+    write_jsonl(tmp_path / "data" / "Keyword_Spotting.jsonl", rows)
+    with pytest.raises(DataError, match=r"Keyword_Spotting: 1 sample id\(s\) repeated \(id 0 at rows 0, 2;"):
+        run_in_process(mugen_overrides(fake_llm, tmp_path / "run", f"benchmark.data_dir={tmp_path / 'data'}",
+                                       "benchmark.tasks=[Keyword_Spotting]"), tmp_path / "run")
+    assert fake_llm.count == 0
+
+
+@pytest.mark.parametrize(("records", "ids"), [
+    ([{}, {}, {}], [0, 1, 2]),  # no ids at all: the row index, as the contract says
+    ([{"id": 1}, {}, {"id": 0}], [1, "index_1", 0]),  # 1 is record 0's own id
+    ([{"qid": "a"}, {"id": "a"}, {"id": "index_1"}, "not a record"], ["a", "index_1_", "index_1", 3]),
+    ([{"id": 2}, {"id": "2"}, {"id": 2.0}], [2, "index_1", 2.0]),  # 2 and "2" are one id; 2.0 is "2.0"
+])
+def test_mugen_prediction_ids_follow_the_documented_rule(records, ids):
+    from runner.benchmarks.mugen.predictions import prediction_ids
+
+    got, notes = prediction_ids(records)
+    assert got == ids and len({str(i) for i in got}) == len(got)
+    assert len(notes) == sum(1 for r, i in zip(records, got, strict=True)
+                             if isinstance(r, dict) and (r.get("id", r.get("qid")) not in (None, i)))

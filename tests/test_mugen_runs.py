@@ -182,7 +182,7 @@ def test_broken_prediction_folders_are_reported_and_the_rest_is_judged(fake_llm,
         "not a record",
         {"id": 2, "instruction": "Which speaker laughs?", "answer": "(B)", "response": 2},
         {"id": 3, "instruction": "Which speaker whispers?", "response": "(A)"},  # no answer
-        good, {**good, "response": "(A)"},  # the second one repeats id 5
+        good, {**good, "response": "(A)"},  # the second one repeats id 5: judged too, as index_5
     ]))
     fake_llm.default = rubric_judge
     run = tmp_path / "run"
@@ -190,20 +190,21 @@ def test_broken_prediction_folders_are_reported_and_the_rest_is_judged(fake_llm,
 
     assert set(results["tasks"]) == {"Keyword_Spotting", "Intent_Classification"}
     intent = results["tasks"]["Intent_Classification"]
-    # id 1 has no response field: judged incorrect without asking the judge, not an error; id 5 is correct.
-    assert (intent["n"], intent["n_errors"], intent["metrics"]["accuracy"]) == (6, 4, 0.5)
-    # The string record's fallback id (its index, 1) is taken by the first record: it becomes index_1.
-    assert sorted(map(str, intent["error_ids"])) == ["2", "3", "index_1", "index_5"]
+    # id 1 has no response field: judged incorrect without asking the judge, not an error; id 5 is correct,
+    # the record repeating id 5 (as index_5) incorrect: 1 of 3.
+    assert (intent["n"], intent["n_errors"], intent["metrics"]["accuracy"]) == (6, 3, pytest.approx(1 / 3))
+    # A record without an id (the string) is index_<its place>, MUGEN's own name for it.
+    assert sorted(map(str, intent["error_ids"])) == ["2", "3", "index_1"]
     problems = "\n".join(results["summary"]["problems"])
     for expected in ("Emotion_Recognition: ", "is not valid JSON", "Gender_Classification: ", "got a dict",
                      "Accent_Identification: no output.json", "'Keyword_Spoting' is not a MUGEN task name "
                      "(did you mean Keyword_Spotting?)", "'Language_Identification' points outside",
                      "'response' must be a string or null", "'answer' is missing",
-                     "duplicate id 5", "expected an object"):
+                     "expected an object"):
         assert expected in problems, expected
     assert "README" not in problems and "no 'response' field" not in problems
     judged = json.loads((run / "Intent_Classification" / "llm_judge_results.json").read_text())
-    assert [r["Judgement"] for r in judged] == ["incorrect", "error", "error", "correct", "error"]
+    assert [r["Judgement"] for r in judged] == ["incorrect", "error", "error", "correct", "incorrect"]
     assert judged[0]["Explanation"] == "The record has no response: no option was chosen."
     assert "response" not in judged[0]  # the input record as it was, plus MUGEN's two fields
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from runner.benchmarks.base import Benchmark, Loaded, Task, require
-from runner.benchmarks.mugen.predictions import TaskPredictions, check_record, scan
+from runner.benchmarks.base import Benchmark, Loaded, Task, UniqueIds, require
+from runner.benchmarks.mugen.predictions import TaskPredictions, check_record, own_id, prediction_ids, scan
 from runner.benchmarks.mugen.scores import tally
 from runner.benchmarks.mugen.task import MugenTask
 from runner.errors import ConfigError, DataError
@@ -36,11 +36,9 @@ _SPLIT = re.compile(r"test(?:_[2-4])?")
 
 
 def row_id(row: Mapping[str, Any], index: int) -> Any:
-    """MUGEN's id rule: `id`, else `qid`, else the 0-based row index (ids may be int or str)."""
-    for key in ("id", "qid"):
-        if row.get(key) is not None and row.get(key) != "":
-            return row[key]
-    return index
+    """MUGEN's id rule for dataset rows: `id`, else `qid`, else the 0-based row index."""
+    own = own_id(row)
+    return index if own is None else own
 
 
 class MugenBenchmark(Benchmark):
@@ -123,19 +121,17 @@ class MugenBenchmark(Benchmark):
         preds = self._predictions[task.name]
         samples: list[Sample] = []
         bad: list[tuple[Any, str]] = []
-        seen: dict[str, int] = {}
+        ids, renamed = prediction_ids(preds.records)
+        if renamed:
+            shown = "; ".join(renamed[:3]) + (f"; and {len(renamed) - 3} more" if len(renamed) > 3 else "")
+            log.warning("%s: %d record(s) repeat an earlier record's id, each judged under an id of its own (%s); "
+                        "see runner/benchmarks/mugen/README.md, 'Ids'", preds.path, len(renamed), shown)
         used = len(preds.records)
-        for index, rec in enumerate(preds.records):
+        for index, (rec, sid) in enumerate(zip(preds.records, ids, strict=True)):
             if self._full(samples, bad):
                 used = index
                 break
-            sid = row_id(rec, index) if isinstance(rec, dict) else index
             problem = check_record(rec, index, preds.path)
-            if record_key(sid) in seen:  # a second record under one id would replace the first on disk
-                problem = problem or (f"{preds.path} record {index}: duplicate id {sid!r} (first at record "
-                                      f"{seen[record_key(sid)]}); give each record its own id")
-                sid = f"index_{index}"
-            seen[record_key(sid)] = index
             task.order.append(sid)
             task.sources[record_key(sid)] = rec
             if problem:
@@ -170,7 +166,8 @@ class MugenBenchmark(Benchmark):
             return Loaded(shots=[], samples=[], bad=[])
         samples: list[Sample] = []
         bad: list[tuple[Any, str]] = []
-        seen: set[str] = set()
+        source = f"{self.data_dir}/{task.name}" if self.data_dir else f"{task.dataset} (split {task.split})"
+        ids = UniqueIds(f"task {task.name}, {source}")  # the hub data has one row per id: a repeat is bad data
         used: list[Any] = []  # the rows read (without their audio, which is fetched per sample)
         for index, row in enumerate(rows):
             if self._full(samples, bad):
@@ -179,13 +176,10 @@ class MugenBenchmark(Benchmark):
             if BAD_ROW in row:
                 bad.append((index, row[BAD_ROW]))
                 task.order.append(index)
+                ids.add(index, index)
                 continue
             sid = row_id(row, index)
-            if record_key(sid) in seen:
-                bad.append((f"index_{index}", f"row {index}: duplicate id {sid!r}"))
-                task.order.append(f"index_{index}")
-                continue
-            seen.add(record_key(sid))
+            ids.add(sid, index)
             task.order.append(sid)
             try:
                 require(row, "instruction", "answer")
@@ -194,7 +188,7 @@ class MugenBenchmark(Benchmark):
                 continue
             samples.append(Sample(id=sid, input=str(row["instruction"]), target=str(row["answer"]).strip(),
                                   metadata={"fetch": functools.partial(fetch, index), "base_dir": base_dir}))
-        source = f"{self.data_dir}/{task.name}" if self.data_dir else f"{task.dataset} (split {task.split})"
+        ids.check()
         return Loaded(shots=[], samples=samples, bad=bad, data=data_block(source, task.revision, used))
 
     @staticmethod

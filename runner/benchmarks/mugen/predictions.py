@@ -9,13 +9,14 @@ saying what and where; the other tasks are judged. Only an unusable prediction d
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from runner.benchmarks.mugen.catalog import TASKS, name_hint
 from runner.errors import DataError
+from runner.store import record_key
 
 
 @dataclass
@@ -95,3 +96,42 @@ def check_record(record: Any, index: int, path: Path) -> str | None:
     if response is not None and not isinstance(response, str):
         return f"{where}: 'response' must be a string or null, got {type(response).__name__}"
     return None
+
+
+def own_id(row: Mapping[str, Any]) -> Any:
+    """A row's or record's own id: `id`, else `qid` (int or str); None when it has neither."""
+    for key in ("id", "qid"):
+        if row.get(key) is not None and row.get(key) != "":
+            return row[key]
+    return None
+
+
+def prediction_ids(records: Sequence[Any]) -> tuple[list[Any], list[str]]:
+    """Each prediction record's sample id, all distinct, so every record is judged, as MUGEN's llm_judge.py
+    judges every record of a file; and one note per record that repeats an earlier record's id.
+
+    Ids compare as text, as the samples files key records: 2 and "2" are one id. A record keeps its own id
+    (`id`, else `qid`) unless an earlier record has it; then it is `index_<k>` (k its 0-based place in the
+    file). A record without an id is k, as the contract names rows without ids, unless k is some record's own
+    id: then `index_<k>` too, the name llm_judge.py prints for a record without an id. `_` is appended to
+    `index_<k>` while that is some record's own id. So no record takes an id the file gives another.
+    """
+    own = [own_id(r) if isinstance(r, dict) else None for r in records]
+    taken = {record_key(i) for i in own if i is not None}
+    given: set[str] = set()
+    ids: list[Any] = []
+    notes: list[str] = []
+    for k, sid in enumerate(own):
+        if sid is not None and record_key(sid) not in given:
+            name: Any = sid
+        elif sid is None and str(k) not in taken and str(k) not in given:
+            name = k
+        else:
+            name = f"index_{k}"
+            while name in taken or name in given:
+                name += "_"
+            if sid is not None:
+                notes.append(f"record {k} repeats id {sid!r}: judged as {name}")
+        given.add(record_key(name))
+        ids.append(name)
+    return ids, notes

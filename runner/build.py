@@ -18,7 +18,7 @@ from runner.models.budget import Budget
 from runner.models.cache import ResponseCache, default_cache_dir
 from runner.models.litellm_model import Endpoint, endpoint_from_config
 from runner.models.local_server import LocalServer
-from runner.paths import conf_dir
+from runner.paths import conf_dir, name_problem
 
 log = logging.getLogger("runner")
 
@@ -88,6 +88,7 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
     if len(set(names)) != len(names):
         raise ConfigError(f"judges.panel: judge names must be unique (got {', '.join(names)})")
     model_entry = plain(cfg.model) if needs_model else None
+    _check_names(benchmark, tasks, model_entry, judge_entries)
     if model_entry and not model_entry.get("server") and any(j.get("server") for j in judge_entries):
         raise ConfigError(f"model {model_entry['name']} would be graded by the embedded demo judge, which "
                           "only grades the embedded demo model; choose a real panel with judges=NAME "
@@ -127,6 +128,22 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
     return Built(benchmark=benchmark, tasks=tasks, model=model, panel=Panel(judges), tracker=tracker,
                  cache=cache, budget=budget, demo=demo, servers=[(server, [by_entry[id(e)] for e in entries])
                                                    for server, entries in servers.values()])
+
+
+def _check_names(benchmark: Benchmark, tasks: list[Task], model: dict[str, Any] | None,
+                 judges: list[dict[str, Any]]) -> None:
+    """Names become file names in the run dir (samples/<task>.jsonl, MUGEN's <Task_Name>/, win_rate/...), so
+    one that could lead out of it (`../../x`) or out of sight (`.x`) stops the run here, naming its key."""
+    named: list[tuple[str, str, Any]] = [("benchmark.name", "benchmark name", benchmark.name)]
+    named += [("benchmark.specs", "task name", t.name) for t in tasks]
+    named += [("model.name", "model name", model.get("name"))] if model else []
+    named += [(f"judges.panel[{i}].name", "judge name", j.get("name")) for i, j in enumerate(judges)]
+    for key, what, name in named:
+        problem = name_problem(name)
+        if problem:
+            shown = str(name).replace("\0", "\\0")
+            raise ConfigError(f"{key}: the {what} '{shown}' {problem}; names are used as file and folder names in "
+                              "the run dir, so they may not contain '/', '\\' or NUL nor start with '.': rename it")
 
 
 def _shared_rubrics(entries: list[dict[str, Any]]) -> dict[str, Any]:

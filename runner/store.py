@@ -9,6 +9,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from runner.paths import inside
+
 
 def record_key(sample_id: Any, epoch: int = 0) -> str:
     """Ids compare as strings, so 3 and "3" (JSON round trips) are the same sample; epochs after the first
@@ -50,8 +52,8 @@ class SampleStore:
         self._ends: dict[str, int] = {}
 
     def path(self, task: str) -> Path:
-        """The task's samples file."""
-        return self.dir / f"{task}.jsonl"
+        """The task's samples file (a task name that would lead out of samples/ is a ConfigError)."""
+        return inside(self.dir, f"{task}.jsonl")
 
     def load(self, task: str) -> dict[str, dict[str, Any]]:
         """Records already on disk, by id; a later line for the same id replaces an earlier one.

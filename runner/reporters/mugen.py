@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from runner.benchmarks.mugen.catalog import ABBREVIATIONS
 from runner.benchmarks.mugen.scores import tally
 from runner.benchmarks.mugen.task import MugenTask
+from runner.paths import inside
 from runner.store import record_key
 
 if TYPE_CHECKING:
@@ -58,8 +59,8 @@ def write_task_files(task: MugenTask, records: Sequence[Mapping[str, Any]], run_
         inputs.append(source)
         judged.append({**source, **mugen_fields(rec)})
     if not task.predictions:
-        write_records(run_dir / "predictions" / task.name / "output.json", inputs)
-    write_records(run_dir / task.name / JUDGED_FILE, judged)
+        write_records(inside(run_dir, "predictions", task.name, "output.json"), inputs)
+    write_records(inside(run_dir, task.name, JUDGED_FILE), judged)
 
 
 def task_lines(name: str, result: TaskResult) -> list[str]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from runner.benchmarks.vakra.agent_files import PREDICTIONS_DIR, write_predictions
 from runner.benchmarks.vakra.report import DomainResult, dialogue_score, extra_of, is_error, overall, paired
 from runner.benchmarks.vakra.task import DomainTask
+from runner.paths import inside
 from runner.store import write_json
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ class VakraReporter:
         blocks = []
         for task in domains:
             if s.agent_mode:  # the model's trajectories, as a submission VAKRA's own evaluator also reads
+                inside(Path(run_dir), PREDICTIONS_DIR, s.capability, f"{task.name}.json")  # stays in the run dir
                 write_predictions(Path(run_dir), s.capability, task.name, records.get(task.name, []),
                                   list(task.files.gt) if task.files is not None else [])
             result = results[task.name]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from runner.benchmarks.win_rate.metrics import Tally, judgement_of, tally
 from runner.benchmarks.win_rate.task import PairwiseTask
 from runner.metrics.records import judge_names
+from runner.paths import inside
 
 if TYPE_CHECKING:
     from runner.benchmarks.base import Task
@@ -46,7 +47,7 @@ class WinRateReporter:
 
 def chart_path(task: PairwiseTask, run_dir: Path) -> Path:
     """Where the task's chart is written."""
-    return Path(run_dir) / SUBDIR / f"comparison_{task.name}.png"
+    return inside(Path(run_dir), SUBDIR, f"comparison_{task.name}.png")
 
 
 def write_outputs(task: PairwiseTask, records: Sequence[Mapping[str, Any]], result: TaskResult,
@@ -57,14 +58,14 @@ def write_outputs(task: PairwiseTask, records: Sequence[Mapping[str, Any]], resu
     judged = [r for r in records if r.get("status") != "error"]
     judges = judge_names(judged)
     tallies = {j: tally(judged, j, task.model_a, task.model_b) for j in judges}
-    _write_csv(out / f"results_{task.name}.csv", *results_table(task, records))
-    _write_csv(out / f"summary_{task.name}.csv", *summary_table(task, tallies))
-    _write_csv(out / f"metrics_{task.name}.csv", *metrics_table(task, result, tallies))
+    _write_csv(inside(out, f"results_{task.name}.csv"), *results_table(task, records))
+    _write_csv(inside(out, f"summary_{task.name}.csv"), *summary_table(task, tallies))
+    _write_csv(inside(out, f"metrics_{task.name}.csv"), *metrics_table(task, result, tallies))
     if task.pairing is not None:
         columns = ["side", "model", "id", "reason", "question"]
         names = {"a": task.model_a, "b": task.model_b}
         rows = [[d["side"], names[d["side"]], d["id"], d["reason"], d["question"]] for d in task.pairing.dropped]
-        _write_csv(out / f"dropped_{task.name}.csv", columns, rows)
+        _write_csv(inside(out, f"dropped_{task.name}.csv"), columns, rows)
     from runner.charts import win_rate_chart
 
     # A judge with no valid judgement draws empty bars; its label says n=0.

@@ -204,6 +204,31 @@ def _mask_override(text: str) -> str:
     return text
 
 
+def entry_secrets(name: str, api_key: Any, api_base: Any, params: Any) -> dict[str, str]:
+    """{value: label} of the keys a model or judge entry sends: its api_key, its api_base's password (or key
+    as user), and every secret-named value of its params (`extra_headers: {api-key: K}`)."""
+    found: dict[str, str] = {}
+    if _usable(api_key):
+        found[api_key] = f"{name}'s api_key"
+    for match in _USERINFO.finditer(api_base if isinstance(api_base, str) else ""):
+        for part in (match.group(3) or "", match.group(2) if _looks_like_key(match.group(2)) else ""):
+            if _usable(part):
+                found[part] = f"the key in {name}'s api_base"
+
+    def walk(node: Any, path: str, secret: bool) -> None:
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                walk(v, f"{path}.{k}", is_secret_key(k))
+        elif isinstance(node, (list, tuple)):
+            for v in node:
+                walk(v, path, secret)
+        elif secret and _usable(node):
+            found[node] = f"{name}'s {path}"
+
+    walk(params, "params", False)
+    return found
+
+
 def first_secret(texts: Iterable[Any], secrets: Mapping[str, str]) -> str | None:
     """The label of the first of `secrets` ({value: label}) found in any of the texts, else None."""
     for text in texts:

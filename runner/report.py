@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
+from omegaconf import OmegaConf
 
 from runner.pairs import PAIR_COLUMNS, Job, job_label, pair_rows
 from runner.pairs import markdown as pairs_markdown
@@ -125,8 +126,11 @@ def markdown(rows: list[dict[str, Any]], costs: list[dict[str, Any]], failed: li
 
 
 def failed_jobs(root: Path) -> list[str]:
-    """`<job dir>: <reason>` for every job of the sweep that stopped with an error."""
-    return [f"{p.parent.relative_to(root)}: {p.read_text(encoding='utf-8').strip()}"
+    """`<job dir>: <reason>` for every job of the sweep that stopped with an error (secrets masked: the
+    reason is an error text, which may quote an endpoint's address or a provider's reply)."""
+    from runner.redact import redact_text
+
+    return [redact_text(f"{p.parent.relative_to(root)}: {p.read_text(encoding='utf-8').strip()}")
             for p in sorted(root.rglob("error.txt"))]
 
 
@@ -247,6 +251,24 @@ class SweepReport(Callback):
 
     failed: list[str] = []
 
+    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        """Before the launcher logs each job's overrides (`#0 : model.api_key=...`): every log message of the
+        launching process is masked from here on, whatever handlers Hydra configures between jobs."""
+        from runner.redact import install_log_redaction
+
+        install_log_redaction()
+
+    def on_job_start(self, config: Any, **kwargs: Any) -> None:
+        """The sweeper writes multirun.yaml (the sweep's config and overrides as typed) before the first
+        job; each job masks it as it starts, so a key stays there only until then, not until the sweep ends
+        (atomic and idempotent: jobs of a parallel launcher may do it at once, and read it meanwhile)."""
+        if "MULTIRUN" not in str(OmegaConf.select(config, "hydra.mode")):
+            return
+        from runner.redact import install_log_redaction, redact_yaml_file
+
+        install_log_redaction()
+        redact_yaml_file(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
+
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         """Write the report into the sweep dir (all launchers call this in the launching process)."""
         root = Path(config.hydra.sweep.dir)
@@ -291,9 +313,9 @@ def _track(config: Any, report: dict[str, Any], group: str) -> None:
         tracker.finish({}, failed=failed)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m runner.report") -> int:
     """`python -m runner.report DIR`."""
-    parser = argparse.ArgumentParser(prog="python -m runner.report", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("dir", type=Path, help="a sweep dir, or any folder holding run dirs")
     args = parser.parse_args(argv)
     if not args.dir.is_dir():

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, Literal, cast
 from urllib.parse import urlparse
 
+from runner.redact import redact, redact_text
+
 log = logging.getLogger("runner.tracking")
 
 _MODES = ("auto", "online", "offline", "disabled")
@@ -91,7 +93,7 @@ def table_columns_and_rows(records: list[dict[str, Any]]) -> tuple[list[str], li
         row = [_text(rec.get("id")), *([int(rec.get("epoch") or 0)] if epochs else []),
                render_prompt(rec.get("prompt")), _text(rec.get("reference")),
                rec.get("response"), None if rec.get("answer") is None else _text(rec.get("answer")),
-               rec.get("status"), rec.get("error")]
+               rec.get("status"), redact_text(rec["error"]) if isinstance(rec.get("error"), str) else None]
         # Numbers, so W&B can sort, filter and chart by score (None where the sample has none).
         row += [_score((rec.get("scores") or {}).get(name)) for name in scores]
         for name in judges:
@@ -197,6 +199,10 @@ class WandbTracker:
         os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
         import wandb  # lazily: importing wandb takes over a second
 
+        # What the caller passes is masked already; masking again (idempotent) keeps this module safe on its
+        # own: the run's name and group come from what a sweep varied, which may be a key.
+        config, name = redact(config), redact_text(name)
+        group, tags = (redact_text(group) if group else group), [redact_text(t) for t in tags]
         self._run_dir = Path(run_dir)
         # wandb needs an existing absolute directory (a relative or missing one makes its git
         # probe print a warning) and puts its `wandb/` folder inside it.
@@ -272,7 +278,7 @@ class WandbTracker:
         if run is None:
             return
         try:
-            run.summary.update(flatten_scalars(summary))
+            run.summary.update(flatten_scalars(redact(summary)))
             if self.log_artifact and self._run_dir is not None:
                 self._upload_results(run, self._run_dir)
         except Exception as exc:

@@ -7,6 +7,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from runner.redact import redact_text
+
 PREFERRED_SCORES = ("accuracy", "judge_vote", "dialogue_score")
 """The per-sample value a task's samples are classed and sorted by, when the records have it: exact-match
 accuracy, the panel's vote, VAKRA's dialogue score; else the task's headline metric, else its first score."""
@@ -154,6 +156,8 @@ def sample_row(record: dict[str, Any], key: str, pairwise: dict[str, str] | None
     score = sample_score(record, key, pairwise)
     row = dict(record)
     row["prompt"] = _messages(record.get("prompt"), strings)
+    if isinstance(record.get("error"), str):  # masked when written; again here for records of older runners
+        row["error"] = redact_text(record["error"])
     row["judgements"] = [_judgement(j, strings) for j in record.get("judgements") or []]
     extra = record.get("extra")
     if isinstance(extra, dict) and isinstance(extra.get("agent"), dict):

@@ -4,14 +4,19 @@ what results.json describes. Real data files, the fake OpenAI-compatible server,
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import cli, fake_model_overrides, one_line_error, read_jsonl, run_in_process, write_jsonl
+from conftest import TESTS, cli, fake_model_overrides, one_line_error, read_jsonl, run_in_process, write_jsonl
 
+from runner.envs.mcp_env import MCPSession, ServerSpec
 from runner.errors import DataError
+
+FLAKY = TESTS / "fixtures" / "flaky_mcp_server.py"
 
 QUESTIONS = ["Which band does Sentinel-1's SAR use?", "How many MSI bands?", "Who operates Landsat 8?",
              "What does NDVI compare?", "Which satellite carries TROPOMI?"]
@@ -154,3 +159,101 @@ def test_mugen_prediction_ids_follow_the_documented_rule(records, ids):
     assert got == ids and len({str(i) for i in got}) == len(got)
     assert len(notes) == sum(1 for r, i in zip(records, got, strict=True)
                              if isinstance(r, dict) and (r.get("id", r.get("qid")) not in (None, i)))
+
+
+# ---------------------------------------------------------------- VAKRA: a failed environment is no score
+
+
+def flaky(**env: str) -> ServerSpec:
+    return ServerSpec(command=sys.executable, args=(str(FLAKY),), env={"MCP_DOMAIN": "weather", **env},
+                      label="flaky server")
+
+
+def test_a_tool_s_error_answer_is_data_and_a_call_without_answer_is_a_fault() -> None:
+    async def scenario() -> None:
+        async with MCPSession(flaky(FAULT="hang", FAULT_ON="get_station_city"), start_timeout=20) as session:
+            tool = await session.call_tool("tool_error", {})
+            refused = await session.call_tool("protocol_error", {})
+            good = await session.call_tool("get_stations_in_city", {"city": "Eastbrook"}, timeout=5)
+            assert (tool.is_error, tool.text, tool.error, tool.fault) == (True, "Error: no such record", None, False)
+            assert refused.error is not None and "-32602" in refused.error and not refused.fault
+            assert not good.is_error and not good.fault and "Mill Ridge" in good.text and session.alive
+            hung = await session.call_tool("get_station_city", {"station_name": "Mill Ridge"}, timeout=1)
+            assert hung.fault and "no reply from flaky server within 1s" in str(hung.error)
+            later = await session.call_tool("get_stations_in_city", {"city": "Eastbrook"}, timeout=5)
+            assert session.alive and later.text == good.text  # a slow call does not cost the others their server
+        env = {"FAULT": "exit", "FAULT_ON": "get_station_city", "FAULT_AFTER": "1"}
+        async with MCPSession(flaky(**env), start_timeout=20) as session:
+            first = await session.call_tool("get_station_city", {"station_name": "Mill Ridge"}, timeout=5)
+            crashed = await session.call_tool("get_station_city", {"station_name": "Mill Ridge"}, timeout=5)
+            after = await session.call_tool("get_stations_in_city", {"city": "Eastbrook"}, timeout=5)
+            assert not first.fault and "Eastbrook" in first.text
+            assert crashed.fault and "exited during the call" in str(crashed.error)
+            assert "flaky server: exit on call 2" in str(crashed.error)  # its last stderr line
+            assert after.fault and "is not running" in str(after.error)
+
+    asyncio.run(scenario())
+
+
+def flaky_config(tmp_path: Path, **env: str) -> Path:
+    config = tmp_path / "mcp.yaml"
+    config.write_text(json.dumps({"tasks": {2: {"command": "python", "args": [str(FLAKY)], "env": env}}}))
+    return config
+
+
+@pytest.mark.parametrize(("fault", "on", "after", "failed", "where"), [
+    # The prediction's call answers; the server dies on the ground truth's: the issue's case.
+    ("exit", "count_readings_above_temperature", "1", "wx-004", "ground-truth call 1 of 1 (turn 1)"),
+    ("hang", "get_stations_above_elevation", "0", "wx-003", "predicted call 1 of 1"),
+])
+def test_a_server_that_crashes_or_hangs_mid_replay_makes_an_error_and_a_healthy_rerun_the_healthy_score(
+        fake_llm, tmp_path, fault, on, after, failed, where) -> None:
+    from test_vakra_run import overrides as vakra_overrides
+    from test_vakra_run import records, scripted_judge
+
+    marker = tmp_path / "broken"
+    marker.write_text("the server fails while this file exists")
+    config = flaky_config(tmp_path, FAULT=fault, FAULT_ON=on, FAULT_AFTER=after, FAULT_MARKER=str(marker))
+    fake_llm.default = scripted_judge
+    run_dir = tmp_path / "run"
+    args = vakra_overrides(fake_llm.base_url, run_dir, f"benchmark.mcp_config={config}", "benchmark.domains=[weather]",
+                           "benchmark.tool_timeout=1", "benchmark.replay_concurrency=1")
+    weather = run_in_process(args, run_dir)["tasks"]["weather"]
+    # Healthy, the four dialogues score 1, 0, 1, 1; the failed one is an error, not a 0: 2 of the other 3.
+    assert (weather["n"], weather["n_errors"], weather["error_ids"]) == (4, 1, [failed])
+    assert weather["metrics"] == {"mean_dialogue_score": pytest.approx(2 / 3), "num_correct": 2.0, "num_samples": 4}
+    record = records(run_dir, "weather")[failed]
+    assert record["status"] == "error" and record["scores"] == {} and f"({where}: {on})" in record["error"]
+    assert ("exited during the call" if fault == "exit" else "no reply from") in record["error"]
+
+    marker.unlink()  # the server is healthy again: the re-run asks the failed dialogue, and only it
+    fake_llm.reset()
+    weather = run_in_process(args, run_dir)["tasks"]["weather"]
+    assert (weather["n"], weather["n_errors"]) == (4, 0)
+    assert weather["metrics"] == {"mean_dialogue_score": 0.75, "num_correct": 3.0, "num_samples": 4}
+    assert fake_llm.count == 1  # its exact match passes: the groundedness judge alone
+    assert records(run_dir, "weather")[failed]["scores"]["dialogue_score"] == 1.0
+
+
+def test_in_agent_mode_a_hung_tool_is_never_the_model_s_answer_but_an_error(fake_llm, tmp_path) -> None:
+    from test_vakra_agent import AGENT, WEATHER
+    from test_vakra_run import overrides as vakra_overrides
+    from test_vakra_run import records, scripted_judge
+
+    marker = tmp_path / "broken"
+    marker.write_text("")
+    config = flaky_config(tmp_path, FAULT="hang", FAULT_ON="get_stations_above_elevation", FAULT_MARKER=str(marker))
+    fake_llm.default = scripted_judge
+    fake_llm.tool_scripts = WEATHER
+    run_dir = tmp_path / "run"
+    args = vakra_overrides(fake_llm.base_url, run_dir, *AGENT, f"benchmark.mcp_config={config}",
+                           "benchmark.domains=[weather]", "benchmark.tool_timeout=1")
+    weather = run_in_process(args, run_dir)["tasks"]["weather"]
+    assert (weather["n_errors"], weather["error_ids"]) == (1, ["wx-003"])
+    error = records(run_dir, "weather")["wx-003"]["error"]
+    assert "MCP server stopped during the dialogue" in error and "within 1s" in error
+    assert not any("no reply from" in json.dumps(b["messages"]) for b in fake_llm.requests)
+
+    marker.unlink()
+    weather = run_in_process(args, run_dir)["tasks"]["weather"]
+    assert weather["n_errors"] == 0 and records(run_dir, "weather")["wx-003"]["scores"]["dialogue_score"] == 1.0

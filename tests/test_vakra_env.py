@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 
 from runner.benchmarks.vakra.dialogues import Call
-from runner.benchmarks.vakra.replay import Replayer
+from runner.benchmarks.vakra.replay import Replayer, ReplayFault
 from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable, server_entry, server_spec
 from runner.envs.mcp_env import MCPSession, ServerSpec, ServerStartError
 
@@ -76,15 +76,15 @@ def test_a_shared_server_is_restarted_after_a_crash_and_a_failed_start_fails_the
     async def scenario() -> None:
         servers = DomainServers(bundled("library", hooks=True), fresh=False, start_timeout=20, call_timeout=5)
         replayer = Replayer(servers, "capability_dashboard_apis", tool_timeout=5)
-        crashed = await replayer.prediction("u1", {"sequence": {"tool_call": [
-            {"name": "count_books_by_genre", "arguments": {"genre": "poetry"}},
-            {"name": "crash_server", "arguments": {}},
-            {"name": "count_books_by_genre", "arguments": {"genre": "poetry"}}]}})
-        assert [o.error for o in crashed] == [False, True, True]
-        assert "exited during the call" in crashed[1].response and "not running" in crashed[2].response
+        # A crash is no response to score: the replay stops, naming the call (the dialogue becomes an error).
+        with pytest.raises(ReplayFault, match=r"exited during the call.*\(predicted call 2 of 3: crash_server\)"):
+            await replayer.prediction("u1", {"sequence": {"tool_call": [
+                {"name": "count_books_by_genre", "arguments": {"genre": "poetry"}},
+                {"name": "crash_server", "arguments": {}},
+                {"name": "count_books_by_genre", "arguments": {"genre": "poetry"}}]}})
         replayed = await replayer.ground_truth("u1", [{"sequence": {"tool_call": [
             {"name": "count_books_by_genre", "arguments": {"genre": "poetry"}}]}}])
-        assert replayed[0][0].response == crashed[0].response == json.dumps({"count": 3}, indent=2)
+        assert replayed[0][0].response == json.dumps({"count": 3}, indent=2)
         assert servers.starts == 2  # the ground-truth replay got a new server
         await servers.close()
 

@@ -3,8 +3,11 @@
 The only module of the runner that imports `mcp` (the 2.x SDK, imported lazily: it takes about a second).
 A container-exec server (`docker exec -i <container> <cmd>`) is just another stdio command here; the
 caller builds that command line from its own config. Failures are values, never hangs: a server that
-cannot start raises `ServerStartError` (one clear line); a call that does not complete (timeout, crash,
-protocol error) returns a `ToolResult` whose `error` says why.
+cannot start raises `ServerStartError` (one clear line); a call that does not complete returns a `ToolResult`
+whose `error` says why. `ToolResult.fault` tells the two kinds of failed call apart: the server answered
+with an error (a tool error result, or a JSON-RPC error: data about the call), or the call never got an
+answer because of the server process or its transport (not running, exited or closed its pipe, no reply in
+time: an infrastructure fault, which says nothing about the call).
 
 WebSocket is not offered: mcp 2.x removed its WebSocket client (it was never part of the MCP spec).
 """
@@ -62,7 +65,11 @@ class ToolResult:
     is_error: bool = False
     """The tool itself reported an error (its `text` says what)."""
     error: str | None = None
-    """Set when the call did not complete: timeout, server crash, protocol error."""
+    """Set when the call gave no result: the server answered a JSON-RPC error, or (`fault`) no answer came."""
+    fault: bool = False
+    """No answer came because of the server or its transport: it is not running, exited or closed its pipe
+    during the call (the session is then no longer `alive`), or did not reply in time (it stays usable: other
+    calls may be answered). Either way the result says nothing about the call itself."""
 
 
 class ServerStartError(Exception):
@@ -161,7 +168,7 @@ class MCPSession:
         """Call one tool; every failure comes back as `ToolResult.error`, never as an exception."""
         session = self._session
         if session is None or self._dead:
-            return ToolResult(error=f"{self.spec.label} is not running{self._stderr_hint()}")
+            return ToolResult(error=f"{self.spec.label} is not running{self._stderr_hint()}", fault=True)
         from mcp import types
         from mcp.shared.exceptions import MCPError
 
@@ -172,18 +179,24 @@ class MCPSession:
                 session.call_tool(name, dict(arguments), read_timeout_seconds=limit), limit + 5.0)
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
-                self._dead = True
-                return ToolResult(error=f"{self.spec.label} exited during the call{self._stderr_hint()}")
+                return self._fault(f"{self.spec.label} exited during the call{self._stderr_hint()}")
             if exc.code == types.REQUEST_TIMEOUT:
-                return ToolResult(error=f"no reply from {self.spec.label} within {limit:g}s")
+                return ToolResult(error=f"no reply from {self.spec.label} within {limit:g}s", fault=True)
+            # The server is there and answered: its error is about this call.
             return ToolResult(error=f"MCP error {exc.code} from {self.spec.label}: {exc.message}")
         except TimeoutError:
-            return ToolResult(error=f"no reply from {self.spec.label} within {limit:g}s")
+            return ToolResult(error=f"no reply from {self.spec.label} within {limit:g}s", fault=True)
         except Exception as exc:  # noqa: BLE001 - a broken pipe or a malformed result is this call's error
-            if self._owner is None or self._owner.done():
-                self._dead = True
+            if _transport_failure(exc) or self._owner is None or self._owner.done():
+                return self._fault(f"{self.spec.label}: the connection broke during the call "
+                                   f"({type(exc).__name__}: {exc}){self._stderr_hint()}")
             return ToolResult(error=f"{type(exc).__name__}: {exc}")
         return ToolResult(text=_first_text(result.content), is_error=bool(result.is_error))
+
+    def _fault(self, message: str) -> ToolResult:
+        """A call that lost its server: the session is done (the next lease starts a new server)."""
+        self._dead = True
+        return ToolResult(error=message, fault=True)
 
     async def _own(self) -> None:
         import anyio
@@ -248,6 +261,14 @@ async def _list_tools(session: Any) -> dict[str, Tool]:
         if not cursor:
             break
     return tools
+
+
+def _transport_failure(exc: BaseException) -> bool:
+    """Whether an exception from a call is its pipe or stream giving way (not a bad answer from the server)."""
+    import anyio
+
+    return isinstance(_root(exc), (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream,
+                                   ConnectionError, EOFError))
 
 
 def _first_text(content: list[Any]) -> str:

@@ -6,7 +6,9 @@ provider accepts); each call the model asks for runs on the live server, in the 
 them, and its result goes back as a tool message. The loop ends at a reply without tool calls (the
 answer), or after `max_steps` model calls (recorded; the answer is then empty, as VAKRA's agent gives
 none). A failing tool (unknown name, bad arguments, an error) is the model's to handle: it reads the
-"Error: ..." text and goes on. A server that dies mid-dialogue ends the dialogue as an error.
+"Error: ..." text and goes on. A server that dies, hangs past `tool_timeout` or cannot start ends the
+dialogue as an error (asked again on re-run): the model is never handed an infrastructure fault as a tool's
+answer.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.benchmarks.vakra.coerce import parse_arguments
 from runner.benchmarks.vakra.dialogues import Call
-from runner.benchmarks.vakra.replay import Outcome, Replayer
+from runner.benchmarks.vakra.replay import Outcome, Replayer, ReplayFault
 from runner.benchmarks.vakra.shortlist import Shortlist, shortlist
 from runner.envs.mcp_env import MCPSession, Tool
 from runner.errors import CallError
@@ -182,7 +184,11 @@ class Agent:
                                        self.embedding_model)
 
     async def _execute(self, session: MCPSession, name: str, arguments: Any, trajectory: Trajectory) -> Outcome:
-        outcome = await self.replayer.execute(session, Call(name, arguments))
+        try:
+            outcome = await self.replayer.execute(session, Call(name, arguments), f"the agent's call {name}")
+        except ReplayFault as exc:  # never handed to the model as a tool's answer: it says nothing about the call
+            raise AgentAborted(f"the MCP server stopped during the dialogue ({str(exc)[:400]}); it is restarted "
+                               "for the next dialogue", trajectory) from None
         if not session.alive:
             raise AgentAborted(f"the MCP server stopped during the dialogue ({outcome.response[:300]}); it is "
                                "restarted for the next dialogue", trajectory)

@@ -8,8 +8,12 @@ executed again, predicted first. Capability rules (from VAKRA's evaluator):
 - capability 4 (multi-turn): every ground-truth turn is replayed, in order; retriever calls (`query_*`)
   are reduced to the list of chunk texts, and the ground truth's retrieval is read from the stored
   `tool_response` instead of being run again.
-Any failed call (unknown tool, bad arguments, tool error, timeout, server crash) gets an "Error: ..."
-response and the dialogue is still scored.
+A call the server answers with an error (unknown tool, bad arguments, a tool error result, a JSON-RPC
+error) gets an "Error: ..." response, as in VAKRA, and the dialogue is still scored: that is data about the
+call. A call the server never answers (it crashed, closed its pipe, hung past `tool_timeout`, or could not
+start) raises `ReplayFault`: the dialogue is then an error, asked again on re-run, never scored on
+responses that say nothing about its calls (a ground-truth call turned into "Error: ..." by a crash used to
+score a right prediction wrong).
 """
 
 from __future__ import annotations
@@ -20,12 +24,16 @@ from typing import Any
 
 from runner.benchmarks.vakra.coerce import coerce_arguments, parse_arguments
 from runner.benchmarks.vakra.dialogues import Call, stored_responses, tool_calls
-from runner.benchmarks.vakra.servers import DomainServers
+from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable
 from runner.envs.mcp_env import MCPSession
 
 RETRIEVER_PREFIX = "query_"
 SETUP_TOOL = "initialize_active_data"
 DATA_TOOL = "get_data"
+
+
+class ReplayFault(ServerUnavailable):
+    """A call got no answer because of the MCP server or its transport; the message is one line."""
 
 
 @dataclass
@@ -76,7 +84,8 @@ class Replayer:
             return _as_stored(tool_calls(turn), stored_responses(turn))
         calls = self.calls(uuid, turn, first=True, ground_truth=False)
         async with self.servers.session() as session:
-            return [await self._predicted(session, call) for call in calls]
+            return [await self._predicted(session, call, f"predicted call {i + 1} of {len(calls)}")
+                    for i, call in enumerate(calls)]
 
     async def ground_truth(self, uuid: str, turns: list[dict[str, Any]]) -> list[list[Outcome]]:
         """Replay every ground-truth turn in order (one server for the whole dialogue)."""
@@ -85,29 +94,33 @@ class Replayer:
         per_turn = [(turn, self.calls(uuid, turn, first=i == 0, ground_truth=True)) for i, turn in enumerate(turns)]
         async with self.servers.session() as session:
             out = []
-            for turn, calls in per_turn:
+            for n, (turn, calls) in enumerate(per_turn):
                 stored = stored_responses(turn)
-                out.append([await self._ground_truth(session, call, stored, i) for i, call in enumerate(calls)])
+                out.append([await self._ground_truth(session, call, stored, i,
+                                                     f"ground-truth call {i + 1} of {len(calls)} (turn {n + 1})")
+                            for i, call in enumerate(calls)])
             return out
 
-    async def _predicted(self, session: MCPSession, call: Call) -> Outcome:
-        outcome = await self.execute(session, call)
+    async def _predicted(self, session: MCPSession, call: Call, which: str) -> Outcome:
+        outcome = await self.execute(session, call, which)
         if self.retrievers_as_texts and call.name.startswith(RETRIEVER_PREFIX) and not outcome.error:
             outcome.response = _texts(retrieved_chunks(outcome.response))
         return outcome
 
-    async def _ground_truth(self, session: MCPSession, call: Call, stored: list[Any], index: int) -> Outcome:
+    async def _ground_truth(self, session: MCPSession, call: Call, stored: list[Any], index: int,
+                            which: str) -> Outcome:
         if self.retrievers_as_texts and call.name.startswith(RETRIEVER_PREFIX):
             # VAKRA scores retrieval against the chunks stored with the ground truth; only when none are
             # stored is the retrieval run again.
             chunks = retrieved_chunks(stored[index]) if index < len(stored) and stored[index] is not None else None
             if chunks is not None:
                 return Outcome(call.name, call.arguments, _texts(chunks), source="stored")
-            return await self._predicted(session, call)
-        return await self.execute(session, call)
+            return await self._predicted(session, call, which)
+        return await self.execute(session, call, which)
 
-    async def execute(self, session: MCPSession, call: Call) -> Outcome:
-        """Run one call: arguments parsed and coerced to the tool's schema; failures become error responses."""
+    async def execute(self, session: MCPSession, call: Call, which: str = "call") -> Outcome:
+        """Run one call: arguments parsed and coerced to the tool's schema; the server's errors become error
+        responses; ReplayFault (naming `which` call it was) when the server gave no answer."""
         try:
             arguments = parse_arguments(call.arguments)
         except ValueError as exc:
@@ -122,6 +135,9 @@ class Replayer:
                            error=True)
         arguments = coerce_arguments(arguments, tool.input_schema)
         result = await session.call_tool(call.name, arguments, timeout=self.tool_timeout)
+        if result.fault:
+            raise ReplayFault(f"{result.error} ({which}: {call.name}); the dialogue is not scored on a failed "
+                              "environment; re-run with the same hydra.run.dir once the server is healthy")
         if self.stateful and call.name == DATA_TOOL:
             await session.refresh_tools()  # a new tool universe may bring its own tools
         if result.error is not None:

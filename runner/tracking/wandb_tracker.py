@@ -199,10 +199,10 @@ class WandbTracker:
         os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
         import wandb  # lazily: importing wandb takes over a second
 
-        # What the caller passes is masked already; masking again (idempotent) keeps this module safe on its
-        # own: the run's name and group come from what a sweep varied, which may be a key.
-        config, name = redact(config), redact_text(name)
-        group, tags = (redact_text(group) if group else group), [redact_text(t) for t in tags]
+        # `config` comes masked (runner.app.resolved_config) and is logged as given; the run's name and group
+        # are made of what a sweep varied, which may be a key typed in an override.
+        name, tags = redact_text(name), [redact_text(t) for t in tags]
+        group = redact_text(group) if group else group
         self._run_dir = Path(run_dir)
         # wandb needs an existing absolute directory (a relative or missing one makes its git
         # probe print a warning) and puts its `wandb/` folder inside it.

@@ -81,6 +81,17 @@ def test_an_unsafe_name_built_while_rendering_stops_the_run_naming_the_template(
     assert fake_llm.count == 0
 
 
+@pytest.mark.xfail(strict=True, reason="runner/pipeline.py plan() records a prompt that cannot be built as that "
+                   "sample's error; re-raising RunnerError there makes the sandbox's refusal stop the run")
+def test_a_template_unsafe_for_one_sample_only_stops_the_run_before_any_request(fake_llm, user_dir, tmp_path):
+    template = user_dir / "data" / "arithmetic.j2"
+    template.write_text("{% set n = '_' ~ '_class__' %}Compute: {{ question }}{% if question == '7 * 6' %}"
+                        "{{ question[n] }}{% endif %}\n", encoding="utf-8")
+    proc = yaml_run(fake_llm.base_url, user_dir, tmp_path / "run", "benchmark=arith")
+    assert proc.returncode == 2 and str(template) in one_line_error(proc)
+    assert fake_llm.count == 0
+
+
 def test_a_rubric_unsafe_only_while_rendering_stops_the_run_and_runs_nothing(fake_llm, user_dir, tmp_path):
     marker = tmp_path / "PWNED"
     rubric = user_dir / "data" / "capitals_rubric.j2"

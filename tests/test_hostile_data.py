@@ -257,3 +257,57 @@ def test_in_agent_mode_a_hung_tool_is_never_the_model_s_answer_but_an_error(fake
     marker.unlink()
     weather = run_in_process(args, run_dir)["tasks"]["weather"]
     assert weather["n_errors"] == 0 and records(run_dir, "weather")["wx-003"]["scores"]["dialogue_score"] == 1.0
+
+
+# ---------------------------------------------------------------- rescore reads what results.json describes
+
+
+def test_rescore_scores_only_the_run_s_selection_after_a_rerun_with_a_lower_limit_and_fewer_tasks(fake_llm, tmp_path):
+    from runner.rescore import rescored
+
+    data = tmp_path / "data"
+    write_jsonl(data / "mcqa_single_answer.jsonl", mcq_rows(20, [f"q{i}" for i in range(20)]))
+    write_jsonl(data / "hallucination_detection.jsonl", [
+        {"id": f"h{i}", "Question": QUESTIONS[i], "Answer": "ESA.", "label": i % 2 == 0} for i in range(4)])
+    fake_llm.default = "A"
+    run_dir = tmp_path / "run"
+    first = run_in_process(eve_args(fake_llm, data, run_dir, "benchmark.tasks=[mcqa_single_answer,"
+                                                             "hallucination_detection]"), run_dir)
+    assert first["tasks"]["mcqa_single_answer"]["n"] == 20
+    again = run_in_process(eve_args(fake_llm, data, run_dir, "benchmark.limit=5"), run_dir)
+    # The first five rows: gold A, A, A, A, B; every reply A: 4/5 over n=5, as results.json says.
+    assert (again["tasks"]["mcqa_single_answer"]["n"], again["tasks"]["mcqa_single_answer"]["metrics"]) == \
+        (5, {"accuracy": 0.8})
+    tasks, summary, left_out = rescored(run_dir)
+    assert tasks == again["tasks"] and summary["headline"] == {"mcqa_single_answer": 0.8}
+    assert left_out == {"mcqa_single_answer": {"other_configuration": 0, "not_selected": 15},
+                        "hallucination_detection": {"other_configuration": 0, "not_selected": 4}}
+
+
+def test_rescore_after_an_interrupted_refresh_scores_only_the_current_configuration(fake_llm, tmp_path):
+    data = tmp_path / "data"
+    write_jsonl(data / "mcqa_single_answer.jsonl", mcq_rows(20, [f"q{i}" for i in range(20)]))
+    # The model answers A at temperature 0.7 (the refreshed configuration) and B at 0 (the first one).
+    fake_llm.default = lambda body: "A" if body.get("temperature") == 0.7 else "B"
+    run_dir = tmp_path / "run"
+    first = run_in_process(eve_args(fake_llm, data, run_dir, "model.params.temperature=0"), run_dir)
+    assert first["tasks"]["mcqa_single_answer"]["metrics"] == {"accuracy": 0.2}  # gold B on 4 of 20
+    refreshed = cli(eve_args(fake_llm, data, run_dir, "model.params.temperature=0.7", "resume=refresh"))
+    assert refreshed.returncode == 0, refreshed.stderr
+    samples = run_dir / "samples" / "mcqa_single_answer.jsonl"
+    lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
+    # What a refresh killed after ten samples leaves: the first configuration's 20 records, then the new
+    # configuration's records of q0..q9 (.hydra/config.yaml is the new configuration's, saved when it started).
+    samples.write_text("".join(lines[:20] + [ln for ln in lines[20:] if json.loads(ln)["id"] in
+                                             {f"q{i}" for i in range(10)}]), encoding="utf-8")
+    proc = cli([str(run_dir), "--write"], module="runner.rescore")
+    assert proc.returncode == 0, proc.stderr
+    # q0..q9 answered A: gold A on 8 of them (q4, q9 are B): 8/10, over n=10. Mixing in q10..q19's stale B
+    # replies (right on q14, q19) made it 10/20 = 0.5.
+    block = json.loads(proc.stdout)["mcqa_single_answer"]
+    assert (block["n"], block["metrics"]) == (10, {"accuracy": 0.8})
+    assert "left out 10 record(s)" in proc.stderr and "10 made with another configuration" in proc.stderr
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["tasks"]["mcqa_single_answer"]["n"] == 10
+    assert results["rescore"] == {"left_out": {"mcqa_single_answer": {"other_configuration": 10,
+                                                                      "not_selected": 0}}}

@@ -311,3 +311,24 @@ def test_rescore_after_an_interrupted_refresh_scores_only_the_current_configurat
     assert results["tasks"]["mcqa_single_answer"]["n"] == 10
     assert results["rescore"] == {"left_out": {"mcqa_single_answer": {"other_configuration": 10,
                                                                       "not_selected": 0}}}
+
+
+def test_win_rate_samples_are_the_paired_table_s_places_when_model_a_s_ids_repeat(fake_llm, tmp_path):
+    import csv
+
+    from test_win_rate import run
+
+    def write(path: Path, rows: list[tuple[Any, str, str]]) -> Path:
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["id", "Question", "target", "filtered_resps"])
+            writer.writerows([(i, q, "ESA.", a) for i, q, a in rows])
+        return path
+
+    # Model A's file gives two different questions the id 7 ("7" and 7 alike): its ids cannot name samples.
+    a = write(tmp_path / "a.csv", [("7", QUESTIONS[0], "[q2] ESA."), (7, QUESTIONS[1], "[q2] ESA."),
+                                   ("9", QUESTIONS[2], "[q1] NASA.")])
+    b = write(tmp_path / "b.csv", [(1, q, "[q1] JAXA.") for q in QUESTIONS[:3]])
+    results, records, _ = run(fake_llm, tmp_path, ["judge1"], a=a, b=b)
+    assert results["tasks"]["x_vs_y"]["n"] == 3 and fake_llm.count == 3  # every pair asked once, and counted
+    assert sorted(r["id"] for r in records) == [0, 1, 2]

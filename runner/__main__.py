@@ -140,9 +140,34 @@ def _skip_mode_probe(conf: Path) -> None:
     Hydra.get_mode = lambda self, config_name, overrides: None  # type: ignore[method-assign]
 
 
+SUBCOMMANDS = {
+    "view": ("runner.view.__main__", "DIR [OTHER] [--open]", "a run's or a sweep's samples as one HTML page"),
+    "rescore": ("runner.rescore", "DIR [--write]", "recompute a run's metrics from its samples files"),
+    "rejudge": ("runner.rejudge", "DIR judges=...", "judge a run's recorded replies again with another panel"),
+    "audit": ("runner.audit", "DIR --labels FILE", "the judges and the panel vote against human labels"),
+    "report": ("runner.report", "DIR", "a sweep's (or a folder's) comparison and paired tests"),
+}
+"""`runner NAME ...` runs the module's own command line (also `python -m MODULE ...`): what a tool install
+(pipx, uv tool) puts on PATH is this one command."""
+
+
+def _subcommand(name: str, argv: list[str]) -> None:
+    """Run `runner NAME ARGV` and exit with its status."""
+    import importlib
+
+    try:
+        status = importlib.import_module(SUBCOMMANDS[name][0]).main(argv, prog=f"runner {name}")
+    except BrokenPipeError:
+        reader_gone()
+    sys.exit(status or 0)
+
+
 def main() -> None:
-    """Console entry point."""
-    if "--version" in sys.argv[1:]:  # Hydra's own --version would name Hydra's version, not the runner's
+    """Console entry point: a subcommand (`runner view DIR`, ...), else a run composed by Hydra."""
+    args = sys.argv[1:]
+    if args and args[0] in SUBCOMMANDS:  # before Hydra: these are no overrides
+        _subcommand(args[0], args[1:])
+    if "--version" in args:  # Hydra's own --version would name Hydra's version, not the runner's
         from runner import __version__
 
         print(f"runner {__version__}")
@@ -153,7 +178,7 @@ def main() -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from runner.config import register, schema_key_problem, unknown_key_problem
+    from runner.config import hydra_callback_problem, register, schema_key_problem, unknown_key_problem
     from runner.paths import conf_dir
 
     register()
@@ -166,6 +191,9 @@ def main() -> None:
         problem = schema_key_problem(arg)
         if problem:
             _fail(f"config: {problem}", 2)
+    problem = hydra_callback_problem(sys.argv[1:])  # Hydra builds callbacks before any code of ours runs
+    if problem:
+        _fail(f"config: {problem}", 2)
     _skip_mode_probe(conf_dir())
     app = hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")(_job)
     # Make Hydra raise instead of printing its multi-line report, so we can print one line.

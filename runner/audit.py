@@ -360,9 +360,9 @@ def audit_run(records: Mapping[str, Sequence[Record]], labels_path: Path | str, 
     return write_audit(audit(records, labels, n_boot=n_boot, seed=seed), run_dir)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m runner.audit") -> int:
     """CLI entry point: audit a finished run dir and print the two files' paths."""
-    parser = argparse.ArgumentParser(prog="python -m runner.audit", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--labels", type=Path, required=True, help="JSONL or CSV with columns id, task, label")
     parser.add_argument("--n-boot", type=int, default=None,

@@ -37,14 +37,14 @@ def overrides_for(src: Path, given: list[str]) -> list[str]:
     return kept + given + run_dir + [f"rejudge='{src}'"]
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, prog: str = "python -m runner.rejudge") -> None:
     """CLI entry point: check SRC, then run the runner with the combined overrides."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         from runner.__main__ import reader_gone
 
         try:
-            print(__doc__.strip(), flush=True)
+            print(__doc__.strip().replace("python -m runner.rejudge", prog, 1), flush=True)
         except BrokenPipeError:  # `--help | head`
             reader_gone()
         sys.exit(0 if args else 2)

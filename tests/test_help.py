@@ -53,13 +53,22 @@ def test_help_shows_the_four_commands_users_need_most(help_text):
     commands = [line.strip().split("  ")[0] for line in section(help_text, "Commands:") if line.startswith("  ") and
                 not line.startswith("   ")]
     assert commands == ["runner", "runner model=gpt-4o-mini judges=three",
-                        "runner -m model=gpt-4o-mini,mistral-large judges=one", "python -m runner.view DIR"]
-    assert "python -m runner.report DIR" in help_text
+                        "runner -m model=gpt-4o-mini,mistral-large judges=one"]
     # The examples name options that exist: each job they run composes.
     for command in commands[1:3]:
         for overrides in jobs(command):
             cfg = compose(overrides)
             assert cfg.model.name and cfg.judges.panel
+
+
+def test_help_lists_every_subcommand_with_its_arguments(help_text):
+    from runner.__main__ import SUBCOMMANDS
+
+    listed = section(help_text, "Commands on earlier runs (each has --help; sends nothing, except rejudge, to the "
+                                "judges only):")
+    assert [line.split()[1] for line in listed] == list(SUBCOMMANDS)
+    for line, (name, (_, usage, _)) in zip(listed, SUBCOMMANDS.items(), strict=True):
+        assert line.strip().startswith(f"runner {name} {usage}")
 
 
 def test_help_lists_the_config_groups_with_their_options_not_the_config(help_text):
@@ -70,7 +79,7 @@ def test_help_lists_the_config_groups_with_their_options_not_the_config(help_tex
     assert not [line for line in groups if line.startswith("hydra")]
     # Hydra's default help dumps the composed config (140 lines): `--cfg job` is there for that.
     assert "_target_" not in help_text and "== Config ==" not in help_text
-    assert len(help_text.splitlines()) < 40
+    assert len(help_text.splitlines()) < 45
     assert 'eval "$(runner -sc install=bash)"' in help_text and "runner --cfg job" in help_text
 
 
@@ -115,3 +124,19 @@ def test_rejudge_help_names_the_command(tmp_path):
     proc = runner(["--help"], tmp_path, module="runner.rejudge")
     assert proc.returncode == 0
     assert proc.stdout.startswith("`python -m runner.rejudge SRC_RUN_DIR [overrides]`")
+
+
+@pytest.mark.parametrize("name", ["report", "rescore", "view", "audit"])
+def test_each_subcommand_has_its_own_help_under_the_one_command(name, tmp_path):
+    helped = runner([name, "--help"], tmp_path)
+    assert helped.returncode == 0, helped.stderr
+    assert helped.stdout.startswith(f"usage: runner {name} [-h]")
+    wrong = runner([name], tmp_path)
+    assert wrong.returncode == 2 and f"runner {name}: error: the following arguments are required" in wrong.stderr
+
+
+def test_rejudge_under_the_one_command(tmp_path):
+    proc = runner(["rejudge", "--help"], tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith("`runner rejudge SRC_RUN_DIR [overrides]`")
+    missing = runner(["rejudge", str(tmp_path / "nowhere")], tmp_path)
+    assert missing.returncode == 2 and "is not a run dir" in missing.stderr

@@ -11,10 +11,10 @@ from runner.errors import RunnerError
 from runner.view.pages import write_diff, write_view
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m runner.view") -> int:
     """Write the page (a run's, a sweep's, or two runs compared), print its path; exit 2 on a bad folder."""
     parser = argparse.ArgumentParser(
-        prog="python -m runner.view",
+        prog=prog,
         description="Write a self-contained HTML page to read a run's samples, a sweep's comparison, or the "
                     "samples whose score differs between two runs.")
     parser.add_argument("dir", type=Path, help="a run dir (results.json, samples/) or a sweep dir")

@@ -20,6 +20,7 @@ from runner.build import build
 from runner.display import Display
 from runner.errors import ConfigError
 from runner.models.budget import require_prices
+from runner.models.prices import restore as restore_prices
 from runner.pipeline import Plan, execute, plan, usage_summary
 from runner.redact import redact
 from runner.store import SampleStore, write_json
@@ -170,6 +171,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
             if built.cache is not None:
                 built.cache.close()
             built.stack.close()
+            restore_prices()  # the next job of a sweep in this process gets only its own pricing_file
     Display(enabled=False).table(results)
     _report_problems(results)
     print(closing_line(results), flush=True)

@@ -18,6 +18,7 @@ from runner.models.budget import Budget
 from runner.models.cache import ResponseCache, default_cache_dir
 from runner.models.litellm_model import Endpoint, endpoint_from_config
 from runner.models.local_server import LocalServer
+from runner.models.prices import use_price_file
 from runner.paths import conf_dir, name_problem
 
 log = logging.getLogger("runner")
@@ -74,6 +75,7 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
     Embedded servers are attached to the entries the selected tasks use; `Built.start_servers` starts them.
     """
     allow_code(list(cfg.get("allow_code") or []))
+    use_price_file(cfg.get("pricing_file"))  # checked now; merged over litellm's prices once it is loaded
     entries = [plain(j) for j in cfg.judges.panel]
     benchmark = instantiate(panel_rubrics(cfg.benchmark, _shared_rubrics(entries)), "benchmark")
     tasks = benchmark.build_tasks()

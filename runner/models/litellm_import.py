@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any
 
-from runner.models import direct_calls, inline_calls
+from runner.models import direct_calls, inline_calls, prices
 from runner.models.inline_calls import has_callbacks, use_inline_executor
 
 _import_lock = threading.Lock()
@@ -78,6 +78,7 @@ def import_litellm() -> Any:
                 if off is not None:
                     fast_path_off(path, off)
             logging.getLogger("LiteLLM").setLevel(logging.WARNING)
+            prices.merge_pending(litellm)  # the run's pricing_file, read when the run was built
             _litellm = litellm
     return _litellm
 

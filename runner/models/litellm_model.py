@@ -118,10 +118,10 @@ class Endpoint:
                 pt, ct = int(hit.get("prompt_tokens") or 0), int(hit.get("completion_tokens") or 0)
                 if self._prices is not None:
                     self.stats.cached(pt, ct, priced(self._prices, pt, ct))
-                elif "cost_usd" in hit:  # litellm's cost of the reply, stored with it (None: it had no price)
-                    saved = hit["cost_usd"]
-                    self.stats.cached(pt, ct, None if saved is None else float(saved), final=True)
-                else:  # stored before replies kept their cost: valued at litellm's prices in usage()
+                elif hit.get("cost_usd") is not None:  # litellm's cost of the reply, stored with it
+                    self.stats.cached(pt, ct, float(hit["cost_usd"]), final=True)
+                else:  # no price when stored (or stored before replies kept their cost): valued at today's
+                    # prices in usage(), a run's pricing_file included
                     self.stats.cached(pt, ct, None)
                 self.served_models.add(hit["model"])
                 return ModelOutput(text=hit["text"], model=hit["model"],

@@ -144,13 +144,15 @@ def _pair(match: re.Match[str]) -> str:
     inner = value[1:-1] if quote else value
     if not is_secret_key(name) or inner in _KEEP or inner.lower() in _KEEP:
         return match.group(0)
-    # A single plain word before ": " is prose ("Answer key: B", "a token: counts") unless what follows
-    # looks like a key; a structured name (api_key, X-API-Key, "token"), a quoted value or a scheme word
-    # (Bearer) masks whatever value it has.
-    prose = not (match.group("quote") or quote or match.group("scheme")) and ":" in match.group("sep") \
-        and not re.search(r"[._\-]|[a-z][A-Z]", name)
-    if prose and not _looks_like_key(inner):
-        return match.group(0)
+    # A single plain word is often prose or a placeholder ("Answer key: B", "KEY=VALUE" in a help text):
+    # its value is masked when it looks like a key (after "=", 8 characters or a digit will do: `?key=`,
+    # `token=`). A structured name (api_key, X-API-Key, "token"), a quoted value or a scheme word (Bearer)
+    # masks whatever value it has.
+    if not (match.group("quote") or quote or match.group("scheme")) and not re.search(r"[._\-]|[a-z][A-Z]", name):
+        keyish = _looks_like_key(inner) if ":" in match.group("sep") else \
+            len(inner) >= MIN_SECRET or any(c.isdigit() for c in inner)
+        if not keyish:
+            return match.group(0)
     start = match.start("value") - match.start(0)
     return f"{match.group(0)[:start]}{quote}{MASK}{quote}"
 

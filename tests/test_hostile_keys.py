@@ -163,7 +163,7 @@ def test_keys_are_masked_in_text_by_shape_and_the_masking_is_idempotent(text):
 @pytest.mark.parametrize("text", [
     "prompt_tokens: 12, completion_tokens: 5, max_tokens=1024, cached_prompt_tokens: 0",
     "The model counts every token; a token is about four characters.",
-    "Answer key: B", "KeyError: 'question'", "{% if key == target %}yes{% endif %}",
+    "Answer key: B", "KeyError: 'question'", "Usage: runner [KEY=VALUE ...]", "{% if key == target %}yes{% endif %}",
     "the api key is read from OPENAI_API_KEY", "ssh://git@github.com/org/repo", "http://127.0.0.1:8000/v1",
     "judges.panel=[{name:j,model:openai/x,api_key:null}]", "model.api_key=null",
 ])
@@ -320,6 +320,14 @@ def test_a_sweep_over_inline_keys_names_no_folder_after_them(key_server, tmp_pat
     assert leaks(sweep, proc.stdout, proc.stderr) == []
     # The folder name is cut at 80 characters: even the start of a key is too much of it.
     assert [p.name for p in sweep.iterdir() if any(k[:6] in p.name for k in KEYS)] == []
+
+
+@pytest.mark.xfail(strict=True, reason="runner/__main__.py _fail prints Hydra's error, which quotes the override "
+                                       "as typed, unmasked (issue 29: owner of __main__.py)")
+def test_a_mistyped_override_holding_a_key_is_reported_masked(tmp_path):
+    proc = cli([f"judges.panel=[{{name:j,api_key:{JUDGE_KEY}", "tracker=none", f"hydra.run.dir={tmp_path}"])
+    assert proc.returncode == 2
+    assert JUDGE_KEY not in proc.stdout + proc.stderr
 
 
 def test_a_key_in_api_base_userinfo_is_masked_when_the_endpoint_fails(key_server, tmp_path):

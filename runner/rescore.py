@@ -75,9 +75,11 @@ def select(run_dir: Path) -> Selection:
     from runner.pipeline import plan
 
     cfg = _config(run_dir)
-    quiet = OmegaConf.merge(cfg, {"cache": {"enabled": False}, "rejudge": None,  # the same fingerprints
-                                  "tracker": {"_target_": "runner.tracking.base.NullTracker"}})
+    # Built as the run was, minus what would touch anything: no cache, no tracker, the rejudged model's
+    # replies not read (a replayed model has the same fingerprints as the model it replays).
+    quiet = OmegaConf.merge(cfg, {"cache": {"enabled": False}, "rejudge": None})
     assert isinstance(quiet, DictConfig)
+    OmegaConf.update(quiet, "tracker", {"_target_": "runner.tracking.base.NullTracker"}, merge=False)
     built = build(quiet, run_dir)
     epochs = int(cfg.get("epochs", 1) or 1)
     ctx = Context(model=built.model, panel=built.panel, seed=int(cfg.get("seed", 0)), run_dir=run_dir, epochs=epochs)
@@ -145,9 +147,9 @@ def left_out_line(left_out: dict[str, dict[str, int]]) -> str | None:
             "only the run's current configuration and selection are scored")
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m runner.rescore") -> int:
+def main(argv: list[str] | None = None) -> int:
     """CLI entry point: print the recomputed blocks; --write updates results.json."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m runner.rescore", description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--write", action="store_true",
                         help="replace the tasks and summary blocks of results.json (and note the records "

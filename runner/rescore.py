@@ -147,9 +147,9 @@ def left_out_line(left_out: dict[str, dict[str, int]]) -> str | None:
             "only the run's current configuration and selection are scored")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m runner.rescore") -> int:
     """CLI entry point: print the recomputed blocks; --write updates results.json."""
-    parser = argparse.ArgumentParser(prog="python -m runner.rescore", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--write", action="store_true",
                         help="replace the tasks and summary blocks of results.json (and note the records "

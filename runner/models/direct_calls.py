@@ -31,6 +31,7 @@ import copy
 import datetime
 import inspect
 import json
+import logging
 import uuid
 from typing import Any
 
@@ -119,8 +120,6 @@ def turn_off(reason: str) -> None:
     """Stop sending calls directly for the rest of the process (litellm_import.py says so once)."""
     if _parts:
         _parts.clear()
-        from runner.models.litellm_import import fast_path_off
-
         fast_path_off("direct calls", reason)
 
 
@@ -239,3 +238,37 @@ async def _send(litellm: Any, fixed: dict[str, Any], kwargs: dict[str, Any]) -> 
     except Exception as exc:  # noqa: BLE001 - the reply stands; its cost then comes from completion_cost
         turn_off(f"reading a reply's metadata failed: {type(exc).__name__}: {exc}")
     return resp
+
+
+_notes = logging.getLogger("runner.fast_paths")
+
+
+class _Once(logging.Filter):
+    """Each note once per process: worker processes forward theirs to the parent, which says it once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if text in self.said:
+            return False
+        self.said.add(text)
+        return True
+
+
+_notes.addFilter(_Once())
+
+
+def fast_path_off(path: str, reason: str) -> None:
+    """One note on stderr that a fast path of the call layer is off with this litellm: calls then go through
+    litellm's public `acompletion`, as they would without it (same replies, costs and errors)."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("litellm")
+    except metadata.PackageNotFoundError:
+        version = "?"
+    _notes.warning("note: the call layer's %s are off with litellm %s (%s); calls go through "
+                   "litellm.acompletion, which gives the same results a little slower", path, version, reason)

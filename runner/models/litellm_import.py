@@ -76,45 +76,11 @@ def import_litellm() -> Any:
             for path, off in (("direct calls", direct_calls.install(litellm)),
                               ("inline calls", inline_calls.attach(litellm))):
                 if off is not None:
-                    fast_path_off(path, off)
+                    direct_calls.fast_path_off(path, off)
             logging.getLogger("LiteLLM").setLevel(logging.WARNING)
             prices.merge_pending(litellm)  # the run's pricing_file, read when the run was built
             _litellm = litellm
     return _litellm
-
-
-_notes = logging.getLogger("runner.fast_paths")
-
-
-class _Once(logging.Filter):
-    """Each note once per process: worker processes forward theirs to the parent, which says it once."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.said: set[str] = set()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        if text in self.said:
-            return False
-        self.said.add(text)
-        return True
-
-
-_notes.addFilter(_Once())
-
-
-def fast_path_off(path: str, reason: str) -> None:
-    """One note on stderr that a fast path of the call layer is off with this litellm: calls then go through
-    litellm's public `acompletion`, as they would without it (same replies, costs and errors)."""
-    from importlib import metadata
-
-    try:
-        version = metadata.version("litellm")
-    except metadata.PackageNotFoundError:
-        version = "?"
-    _notes.warning("note: the call layer's %s are off with litellm %s (%s); calls go through "
-                   "litellm.acompletion, which gives the same results a little slower", path, version, reason)
 
 
 def _skip_unobserved_logging(litellm: Any) -> None:

@@ -80,7 +80,8 @@ def test_bad_input_gives_one_clear_line_and_nonzero_exit(tmp_path, extra, expect
 
 
 def test_a_mistyped_key_names_the_key_and_its_close_match(tmp_path):
-    from runner.config import ModelConfig, _fields
+    from runner.config import ModelConfig
+    from runner.config.keys import _fields
 
     proc = cli(base_args("http://127.0.0.1:9/v1", tmp_path / "run") + ["model.concurency=3"])
     assert proc.returncode == 2  # a config error (CONTRACT "exit statuses")

@@ -81,8 +81,6 @@ def test_an_unsafe_name_built_while_rendering_stops_the_run_naming_the_template(
     assert fake_llm.count == 0
 
 
-@pytest.mark.xfail(strict=True, reason="runner/pipeline.py plan() records a prompt that cannot be built as that "
-                   "sample's error; re-raising RunnerError there makes the sandbox's refusal stop the run")
 def test_a_template_unsafe_for_one_sample_only_stops_the_run_before_any_request(fake_llm, user_dir, tmp_path):
     template = user_dir / "data" / "arithmetic.j2"
     template.write_text("{% set n = '_' ~ '_class__' %}Compute: {{ question }}{% if question == '7 * 6' %}"
@@ -173,11 +171,11 @@ def test_a_target_through_a_runner_modules_import_of_os_cannot_empty_a_file(fake
 
 def test_a_target_through_a_class_runner_imports_cannot_write_a_pth_file(fake_llm, user_dir, tmp_path):
     pth = tmp_path / "evil.pth"
-    scorer = (f"benchmark.specs.arithmetic.scorers=[{{_target_:runner.config.OmegaConf.save,config:{{a:1}},"
+    scorer = (f"benchmark.specs.arithmetic.scorers=[{{_target_:runner.config.schema.OmegaConf.save,config:{{a:1}},"
               f"f:'{pth}'}}]")
     proc = yaml_run(fake_llm.base_url, user_dir, tmp_path / "run", "benchmark=arith", scorer)
     line = one_line_error(proc)
-    assert proc.returncode == 2 and "runner.config.OmegaConf.save" in line and "omegaconf" in line
+    assert proc.returncode == 2 and "runner.config.schema.OmegaConf.save" in line and "omegaconf" in line
     assert not pth.exists()
 
 
@@ -253,7 +251,7 @@ def test_an_allowed_package_is_held_to_the_same_rule():
 @pytest.mark.parametrize("args", [
     ["+hydra.callbacks.x._target_=os.system", "+hydra.callbacks.x._args_=[id]"],
     ["+hydra.callbacks.x._target_=omegaconf.OmegaConf.save"],
-    ["+hydra.callbacks.x._target_=runner.config.OmegaConf"],
+    ["+hydra.callbacks.x._target_=runner.config.schema.OmegaConf"],
     ["hydra.callbacks.report._target_=runner.store.write_json"],
     ["hydra.callbacks={x:{_target_:os.system}}"],
     ["hydra={callbacks:{x:{_target_:os.system}}}"],

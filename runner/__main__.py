@@ -38,7 +38,9 @@ def reader_gone() -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    print(f"error: {message}", file=sys.stderr)
+    from runner.redact import redact_text
+
+    print(f"error: {redact_text(message)}", file=sys.stderr)  # Hydra's errors quote overrides as typed
     sys.exit(code)
 
 
@@ -105,10 +107,12 @@ def _job(cfg: Any) -> None:
     except Exception as exc:  # noqa: BLE001 - sorted below: one line, and a sweep goes on
         if _debug():
             raise
+        from runner.redact import redact_text
+
         text = str(exc) if isinstance(exc, RunnerError) else f"internal error: {type(exc).__name__}: {exc}"
         if multirun:  # one failed job must not stop the sweep; it says why, and the report lists it
             logging.getLogger("runner").error("job %s failed: %s", hc.job.num, text)
-            (run_dir / "error.txt").write_text(f"{text}\n", encoding="utf-8")
+            (run_dir / "error.txt").write_text(f"{redact_text(text)}\n", encoding="utf-8")
             return
         if isinstance(exc, RunnerError):
             _fail(text, exc.exit_code)

@@ -307,8 +307,6 @@ def test_a_sweep_with_keys_in_its_overrides_leaks_none(key_server, tmp_path):
     assert leaks(sweep, proc.stdout, proc.stderr, view.stdout, view.stderr) == []
 
 
-@pytest.mark.xfail(strict=True, reason="runner/config.py swept() names each job's dir and W&B run after the "
-                                       "swept values as typed, keys included (issue 29: owner of config.py)")
 def test_a_sweep_over_inline_keys_names_no_folder_after_them(key_server, tmp_path):
     sweep = tmp_path / "sweep"
     panel = "[{{name:judge1,model:openai/judge1,api_base:'{}',api_key:{},concurrency:4,timeout:5}}]"
@@ -322,8 +320,6 @@ def test_a_sweep_over_inline_keys_names_no_folder_after_them(key_server, tmp_pat
     assert [p.name for p in sweep.iterdir() if any(k[:6] in p.name for k in KEYS)] == []
 
 
-@pytest.mark.xfail(strict=True, reason="runner/__main__.py _fail prints Hydra's error, which quotes the override "
-                                       "as typed, unmasked (issue 29: owner of __main__.py)")
 def test_a_mistyped_override_holding_a_key_is_reported_masked(tmp_path):
     proc = cli([f"judges.panel=[{{name:j,api_key:{JUDGE_KEY}", "tracker=none", f"hydra.run.dir={tmp_path}"])
     assert proc.returncode == 2

@@ -32,6 +32,10 @@ def overrides_for(src: Path, given: list[str]) -> list[str]:
     saved = [str(o) for o in OmegaConf.load(saved_file)] if saved_file.exists() else []
     mine = {_key(o) for o in given}
     kept = [o for o in saved if _key(o) not in mine and _key(o) not in _DROPPED and MASK not in o]
+    for secret in sorted({_key(o) for o in saved if MASK in o and _key(o) not in mine}):
+        # Runs never save a key typed on the command line: what held one must be given again.
+        print(f"note: {src}'s override of {secret} held a secret, which runs never save; it is left out: give "
+              f"{secret}=... again if this rejudge needs it", file=sys.stderr)
     run_dir = [] if "hydra.run.dir" in mine else [
         f"hydra.run.dir='{src.parent / (src.name + time.strftime('-rejudge-%Y%m%d-%H%M%S'))}'"]
     return kept + given + run_dir + [f"rejudge='{src}'"]

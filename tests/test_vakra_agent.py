@@ -369,7 +369,10 @@ def test_rejudging_an_agent_run_is_refused_with_the_replay_command(fake_llm, tmp
     run_dir = tmp_path / "run"
     first = cli(overrides(fake_llm.base_url, run_dir, *AGENT, "benchmark.domains=[library]", "benchmark.limit=1"))
     assert first.returncode == 0, first.stderr
-    proc = cli([str(run_dir), f"hydra.run.dir={tmp_path / 'again'}"], module="runner.rejudge", timeout=120)
+    # The first run's inline panel held a key, which runs never save: the rejudge names its panel again.
+    panel = next(o for o in overrides(fake_llm.base_url, run_dir) if o.startswith("judges.panel="))
+    proc = cli([str(run_dir), panel, f"hydra.run.dir={tmp_path / 'again'}"], module="runner.rejudge", timeout=120)
+    assert "override of model.api_key held a secret" in proc.stderr  # the model is not asked: no matter
     assert proc.returncode == 2
     assert f"benchmark.mode=replay benchmark.pred_root={run_dir}/predictions/<capability>" in one_line_error(proc)
 

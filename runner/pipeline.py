@@ -17,7 +17,7 @@ from typing import Any
 from runner.benchmarks.base import Context, Loaded, Task
 from runner.build import Built
 from runner.display import Display
-from runner.errors import ConfigError
+from runner.errors import ConfigError, RunnerError
 from runner.fingerprint import changed, describe_changes, fingerprint, names
 from runner.jobs import Job, error_record, run_jobs
 from runner.models.litellm_model import Endpoint
@@ -78,6 +78,8 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
         for index, sample in enumerate(data.samples):
             try:
                 parts = task.fingerprint_parts(sample, data.shots, ctx)
+            except RunnerError:
+                raise  # the template's fault (the sandbox refused it, a key in the prompt), not the row's
             except Exception as exc:  # noqa: BLE001 - e.g. a template variable this row lacks
                 unbuildable.append((sample.id, f"cannot build the prompt: {type(exc).__name__}: {exc}"))
                 continue

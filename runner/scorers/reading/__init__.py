@@ -6,6 +6,6 @@ only valid letters are ever returned (never raw text).
 
 from __future__ import annotations
 
-from runner.scorers.reading.reader import extract_choice, extract_choices
+from runner.scorers.reading.reader import Reply, extract_choice, extract_choices, read_reply
 
-__all__ = ["extract_choice", "extract_choices"]
+__all__ = ["Reply", "extract_choice", "extract_choices", "read_reply"]

@@ -15,10 +15,16 @@ _SPACES = re.compile(r"[^\S\n]+")
 _BLANK_LINES = re.compile(r"\s*\n\s*")
 
 
+def unthink(text: str) -> str:
+    """The reply without reasoning blocks: anything inside ``<think>...</think>`` or after an unclosed
+    ``<think>``, and anything before a dangling ``</think>``."""
+    return _THINK_END.split(_THINK.sub(" ", text))[-1]
+
+
 def clean(text: str) -> str:
-    """The reply without reasoning blocks (anything inside ``<think>...</think>`` or after an unclosed
-    ``<think>``), ``\\boxed{B}`` as "answer: B", ``$B$``, ``"B"`` and ``'B'`` as B, whitespace collapsed."""
-    s = _THINK_END.split(_THINK.sub(" ", text))[-1]
+    """The reply without reasoning blocks, ``\\boxed{B}`` as "answer: B", ``$B$``, ``"B"`` and ``'B'`` as B,
+    whitespace collapsed."""
+    s = unthink(text)
     s = _BOXED.sub(lambda m: f" answer: {m[1]} ", _LATEX_TEXT.sub(r"\1", s))
     s = _DOLLARS.sub(lambda m: m[1] if _LETTERISH.fullmatch(m[1]) else m[0], s)
     s = _QUOTED.sub(r"\1", s)

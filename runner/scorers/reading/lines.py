@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from runner.scorers.reading.phrases import alternation, phrases
 from runner.scorers.reading.tokens import TOKEN, Reading, finish, match_end, read_list, token_ok
 
 _BULLET = re.compile(r"[ \t]*(?:[-*•+>][ \t]+|\d+[.)][ \t]+)?")
@@ -22,10 +23,11 @@ _LEAD = re.compile(
     r"|clearly|definitely|certainly|surely|obviously|undoubtedly|probably|likely|选项)\b[ \t]*[:\-]?[ \t]*)?",
     re.I,
 )
-_LINE_END = re.compile(r"[\s.!,;*_]*")
+_LINE_END = re.compile(rf"[\s.!,;*_]*(?:{alternation(phrases('line_tail'))}[\s.!,;*_]*)?", re.I)
 # What may follow a label: an end, punctuation, a reason, or echoed option text ("B London"), but
 # not a word that continues a sentence ("B is wrong") nor an abbreviation ("i.e.").
-_LABEL_END = re.compile(r"[ \t]*(?:$|[.,:;!?)\]–—\-(](?!\w\.)|(?:because|since|as|given)\b|[A-Z0-9\"“(])")
+_LABEL_END = re.compile(r"[ \t]*(?:$|[.,:;!?)\]–—\-(](?!\w\.)|(?:because|since|as|given|but|and\s+not)\b"
+                        rf"|{alternation(phrases('line_tail'))}|[A-Z0-9\"“(])")
 _LOWER_LABEL_END = re.compile(r"[.)](?:\s|$)|$")
 VERDICT = re.compile(
     r"(?:^[\s.:)\-–—*]*|[-–—:(]\s*\**\s*)(?:(?:this|it)\s+is\s+)?"

@@ -44,6 +44,7 @@ STATEMENT = re.compile(
       | \bgo(?:ing)?\s+with\b
       | (?:^|(?<=[.!?:\n]))[ \t*_]*(?:clearly|definitely|certainly|obviously|undoubtedly|so|thus|therefore
             |hence|actually|wait)\b,?
+      | ,[ \t]*(?:so|thus|hence|therefore)\b,?
       | \bor\s+(?:rather|actually)\b,?
       | \bnot\s+(?:options?\s+)?{LIST}[ \t]*[,;]?[ \t]*but(?:\s+rather)?\b""",
     re.I | re.X | re.M,
@@ -69,6 +70,9 @@ _HEDGE = re.compile(
     rf"|\b(?:maybe|perhaps|possibly)\s+{tok('3')}[ \t]*[,;]?\s+(?:or\s+)?(?:maybe|perhaps|possibly)\s+{tok('4')}",
     re.I,
 )
+_CLOSING = re.compile(rf"(?:[:=]|[ \t][—–-]|[.!?][ \t]|\banswer\b)[ \t]*(?:options?[ \t]+)?(?P<list>{LIST})"
+                      r"[ \t*_.!]*\s*\Z", re.I)
+_LABELLED_GROUPS = re.compile(rf":[ \t]*{LIST}(?=[ \t*_]*(?:[|\n.;]|$))", re.M)
 _CALLED_RIGHT = re.compile(r"[^.\n;,]{0,40}?\b(?:correct|right|true|valid|the\s+answer)\b", re.I)
 _NEGATION = re.compile(r"\b(?:not|never|neither)\b|n['’]t\b", re.I)
 
@@ -91,6 +95,16 @@ def statement(s: str, valid: str) -> Reading:
     return found
 
 
+def closing(s: str, valid: str) -> Reading:
+    """The letters that end the reply after a colon, a dash or a full stop: "SAR, lidar and the altimeter: A, B,
+    D.", "Not B or D — those are active. A and C."."""
+    m = _CLOSING.search(s)
+    if m is None or len(_LABELLED_GROUPS.findall(s)) > 1:  # "Passive: A, C. Active: B, D." ends on a group
+        return None
+    letters, hedged, _ = read_list(s, m.start("list"), loose=False)
+    return finish(letters, hedged, valid)
+
+
 def statement_tail(line: str, start: int, valid: str) -> Reading:
     """The letters right after a statement, unless they start a clause that does not call them right."""
     letters, hedged, end = read_list(line, start, loose=True)
@@ -106,15 +120,16 @@ def statement_tail(line: str, start: int, valid: str) -> Reading:
     return finish(letters, hedged, valid)
 
 
-def hedge(s: str, valid: str) -> Reading:
-    """() when the reply hedges between two valid letters; None otherwise."""
+def hedge(s: str, valid: str, rejected: frozenset[str] = frozenset()) -> Reading:
+    """() when the reply hedges between two valid letters it does not reject ("A, C and not B, D or F" rejects
+    D and F, it does not hedge between them); None otherwise."""
     for m in _HEDGE.finditer(s):
         a, b = ("", "2") if m["l"] else ("3", "4")
         first, second = m["l" + a], m["l" + b]
         capital = (first.isupper() or m["o" + a]) and (second.isupper() or m["o" + b])
         pair = {first.upper(), second.upper()}
         negated = NEGATED.search(s, max(0, m.start() - 30), m.start())
-        if not capital or len(pair) < 2 or not pair <= set(valid) or negated:
+        if not capital or len(pair) < 2 or not pair <= set(valid) or negated or pair <= rejected:
             continue
         rest = s[m.end() :]
         if CLAUSE.match(rest):

@@ -28,9 +28,10 @@ def tok(n: str = "") -> str:
 
 
 TOKEN = re.compile(tok())
-# Between two letters of a list: "," "and" "&" "+" ";" (a list), or "or" "maybe" "/" (a hedge).
+# Between two letters of a list: "," "and" "&" "+" (a list), or "or" "maybe" "/" (a hedge). A ";" ends the
+# list: "A, B and D; C and E are not" names C in a new clause, not as a fourth answer.
 SEP = re.compile(
-    r"[ \t]*(?:,[ \t]*)?(?:(\band\b|&|\+|;)|(\bor\b(?:[ \t]+(?:maybe|perhaps|possibly)\b)?"
+    r"[ \t]*(?:,[ \t]*)?(?:(\band\b|&|\+)|(\bor\b(?:[ \t]+(?:maybe|perhaps|possibly)\b)?"
     r"|\b(?:maybe|perhaps|possibly)\b|/))?[ \t]*",
     re.I,
 )
@@ -39,9 +40,14 @@ OPEN_LIST = re.compile(r"(?:[ \t]*[\[{](?=[ \t]*[A-Za-z][ \t]*(?:[,;&/+]|(?:and|
 # The token without groups, to repeat inside one pattern. It holds no spaces and the list is atomic:
 # with the reply's whitespace collapsed first, a long list cannot make the pattern backtrack.
 ITEM = r"(?:\*{1,2}|__)?[(\[]?[A-Za-z][)\]]?(?:\*{1,2}|__)?(?![\w'’])"
+# Where a list may start: not inside another ("A, B and C" has one list), so a pattern that starts with a list
+# cannot try every letter of a long one.
+LIST_START = (r"(?<![\w'’(\[*_])(?<!\b[A-Za-z], )(?<!\b[A-Za-z],)(?<![)\]*], )(?<!\b[A-Za-z] or )(?<!\b[A-Za-z] and )"
+              r"(?<!\b[A-Za-z]/)(?<!\b[A-Za-z] & )(?<!\b[A-Za-z]&)")
 LIST = rf"(?>{ITEM}(?:[ ]?(?:,(?:[ ](?:and|or)\b)?|\band\b|\bor\b|[&+/])[ ]?{ITEM})*)"
 # Words that may follow the option letters "A"/"I" (otherwise they are prose).
-_CONNECTORS = {"and", "or", "nor", "is", "are", "was", "because", "since", "as", "but", "then", "seems"}
+_CONNECTORS = {"and", "or", "nor", "is", "are", "was", "because", "since", "as", "but", "then", "seems", "only",
+               "too"}
 _NEXT_WORD = re.compile(r"\s+([a-z][\w'’]*)")
 
 # A letter followed by one of these starts a clause about it rather than ending an answer.

@@ -23,6 +23,11 @@ progress gets HTTP 429 with ``Retry-After`` (``retry_after``) and ``x-ratelimit-
 request remains; every reply carries the limit and what remained when it was admitted. ``refused``
 counts those 429s and ``peak_in_flight`` the most requests ever in progress at once.
 
+Hostile replies, for the tests of what the runner makes of them: ``usage`` (a dict, or a callable given
+the request body) replaces numbers of the reply's ``usage`` object (negative, absurd, not numbers);
+``raw_reply`` (bytes, text, a JSON-able object, or a callable given the request body) is sent verbatim
+as a 200 body instead of the chat completion (no ``choices``, ``message: null``, not JSON, not UTF-8).
+
 Credentials and models, as a real provider checks them: with ``api_key`` set, a request whose bearer
 token differs gets HTTP 401; with ``models`` set, a request for another model gets HTTP 404.
 
@@ -112,6 +117,8 @@ class FakeLLM:
         models: Sequence[str] | None = None,
         tool_scripts: Sequence[tuple[str | re.Pattern[str], Sequence[Step]]] = (),
         max_in_flight: int | None = None,
+        usage: dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        raw_reply: Any = None,
     ) -> None:
         bad = [f for f in faults if f not in FAULT_KINDS]
         if bad:
@@ -125,6 +132,8 @@ class FakeLLM:
         self.arrivals: list[tuple[float, int]] = []
         """(time.monotonic(), HTTP status) of every chat request as it arrived: 429, or 0 when admitted."""
         self.default = default
+        self.usage = usage
+        self.raw_reply = raw_reply
         self.latency = latency
         self.faults = list(faults)
         self.retry_after = retry_after
@@ -357,6 +366,11 @@ class FakeLLM:
         if fault == "timeout":
             await asyncio.sleep(self.hang)
 
+        raw = self.raw_reply(body) if callable(self.raw_reply) else self.raw_reply
+        if raw is not None:
+            data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) \
+                else json.dumps(raw).encode()
+            return web.Response(status=200, body=data, content_type="application/json")
         step = self.step_for(body)
         calls = (step or {}).get("tool_calls")
         try:
@@ -373,6 +387,9 @@ class FakeLLM:
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         prompt = _words("\n".join(_text_of(m.get("content")) for m in messages))
         completion = _words(content + " " + json.dumps(calls)) if calls else _words(content)
+        usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                                 "total_tokens": prompt + completion}
+        usage.update((self.usage(body) if callable(self.usage) else self.usage) or {})
         return web.json_response(
             {
                 "id": f"chatcmpl-fake-{key[:16]}-{attempt}",
@@ -387,8 +404,7 @@ class FakeLLM:
                         "logprobs": None,
                     }
                 ],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                          "total_tokens": prompt + completion},
+                "usage": usage,
             }
         )
 

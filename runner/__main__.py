@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -67,21 +69,68 @@ class _RedactingFilter(logging.Filter):
         return True
 
 
+_STOPPED_BY: list[signal.Signals] = []
+"""The signal that stopped this process (SIGTERM, SIGHUP), once one has."""
+
+
+def _stop_like_ctrl_c(signum: int, frame: Any) -> None:
+    """SIGTERM (docker stop, a scheduler's time limit) and SIGHUP (the terminal closed) stop a run as Ctrl-C does:
+    no new request is sent, this invocation's usage and what is done are kept, and the exit status is 128 + the
+    signal's number. The first one does it (through SIGINT's handler: asyncio's cancels the run's task); a repeat
+    changes nothing, so the books are not cut short while they are written."""
+    if _STOPPED_BY:
+        return
+    _STOPPED_BY.append(signal.Signals(signum))
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    else:  # SIGINT ignored for a moment (worker processes starting): stop as Python's own handler would
+        raise KeyboardInterrupt
+
+
+def _stopped(run_dir: Path | None) -> None:
+    """Exit after an interruption: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP (as a shell reports them)."""
+    by = _STOPPED_BY[0] if _STOPPED_BY else None
+    what, code = (f"stopped by {by.name}", 128 + by.value) if by else ("interrupted", 130)
+    if run_dir is None:
+        _fail(f"{what} outside a run (composing the config, or between a sweep's jobs); what finished is kept; "
+              "run the same command again to go on", code)
+    _fail(f"{what}; no request was sent after it; finished samples and this invocation's usage are saved; re-run "
+          f"with hydra.run.dir={run_dir} to resume", code)
+
+
+def _quiet_log_file(handler: logging.Handler) -> None:
+    """A log file the disk refuses (full, read-only) loses its lines, not the run: no traceback on stderr (the
+    console keeps every line, and the run's own one line names the disk's error)."""
+    fallback = handler.handleError
+
+    def handle(record: logging.LogRecord) -> None:
+        if not isinstance(sys.exc_info()[1], OSError):
+            fallback(record)
+
+    handler.handleError = handle  # type: ignore[method-assign]
+
+
 def _job(cfg: Any) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     from runner.config import register, swept
     from runner.errors import RunnerError
+    from runner.store import disk_error
 
     register()  # a launcher's worker process (joblib, ray, slurm) imports this module afresh
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
     for handler in logging.getLogger().handlers:
         handler.addFilter(_RedactingFilter())
+        if isinstance(handler, logging.FileHandler):
+            _quiet_log_file(handler)
     multirun = hc.mode == RunMode.MULTIRUN
+    started: list[bool] = []  # accepted: from here on records may be written
 
     def accepted() -> None:
+        started.append(True)
         (run_dir / "error.txt").unlink(missing_ok=True)  # a resumed job starts with a clean slate
         _save_config(cfg, hc, run_dir)
 
@@ -102,17 +151,18 @@ def _job(cfg: Any) -> None:
             raise IncompleteRun(f"{reason}; results are in {run_dir / 'results.json'}; re-run with "
                                 f"hydra.run.dir={run_dir} to ask the failed samples again")
     except KeyboardInterrupt:
-        _fail("interrupted; finished samples are saved; re-run with "
-              f"hydra.run.dir={run_dir} to resume", 130)
+        _stopped(run_dir)
     except Exception as exc:  # noqa: BLE001 - sorted below: one line, and a sweep goes on
         if _debug():
             raise
         from runner.redact import redact_text
 
+        exc = disk_error(exc, run_dir, started=bool(started)) or exc  # the filesystem's answer: no bug
         text = str(exc) if isinstance(exc, RunnerError) else f"internal error: {type(exc).__name__}: {exc}"
         if multirun:  # one failed job must not stop the sweep; it says why, and the report lists it
             logging.getLogger("runner").error("job %s failed: %s", hc.job.num, text)
-            (run_dir / "error.txt").write_text(f"{redact_text(text)}\n", encoding="utf-8")
+            with contextlib.suppress(OSError):  # a job dir the disk refuses keeps its reason in the log only
+                (run_dir / "error.txt").write_text(f"{redact_text(text)}\n", encoding="utf-8")
             return
         if isinstance(exc, RunnerError):
             _fail(text, exc.exit_code)
@@ -202,6 +252,8 @@ def main() -> None:
     app = hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")(_job)
     # Make Hydra raise instead of printing its multi-line report, so we can print one line.
     os.environ["HYDRA_FULL_ERROR"] = "1"
+    for stop in (signal.SIGTERM, signal.SIGHUP):  # from here on they stop as Ctrl-C does (before: nothing is done)
+        signal.signal(stop, _stop_like_ctrl_c)
     try:
         app()
         _exit_if_jobs_failed()
@@ -211,9 +263,16 @@ def main() -> None:
         _fail(f"config: {unknown_key_problem(exc) or _one_line(exc)}", 2)
     except BrokenPipeError:  # `runner --help | head`: the reader has gone, so stop as quietly as other tools
         reader_gone()
+    except KeyboardInterrupt:  # before a run started (composing the config), or between a sweep's jobs
+        _stopped(None)
     except Exception as exc:  # noqa: BLE001 - a bug: say so in one line; RUNNER_DEBUG=1 shows the traceback
         if _debug():
             raise
+        from runner.store import disk_error
+
+        refused = disk_error(exc, None, started=False)  # Hydra makes the run dir before any code of ours runs
+        if refused is not None:
+            _fail(str(refused), refused.exit_code)
         if isinstance(exc, ValueError) and str(exc).startswith("Only one of --run"):  # Hydra's flags, misused
             _fail(f"command line: {exc}", 2)
         _fail(f"internal error: {type(exc).__name__}: {_one_line(exc)} (run with RUNNER_DEBUG=1 for the "

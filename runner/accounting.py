@@ -69,7 +69,33 @@ def response_cost(resp: Any, model: str, completion_cost: Callable[..., Any]) ->
             cost = completion_cost(completion_response=resp, model=model)
         except Exception:  # noqa: BLE001 - no price for this model
             cost = None
-    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+    return money(cost)
+
+
+def money(value: Any) -> float | None:
+    """A cost in USD; None for anything no cost can be (negative, infinite, not a number): unknown, not money."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < math.inf:
+        return None
+    return float(value)
+
+
+MAX_TOKENS_PER_CALL = 100_000_000
+"""More tokens than one call can hold (the largest context windows hold about 10 million): a count above it is a
+server's broken counter, like a negative one."""
+
+
+def token_count(value: Any) -> int | None:
+    """A reply's token count (0 when it reports none); None when no call can have it: negative, above
+    MAX_TOKENS_PER_CALL, not a whole number."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return int(number) if number.is_integer() and 0 <= number <= MAX_TOKENS_PER_CALL else None
 
 
 @dataclass
@@ -189,6 +215,11 @@ def merge_usage(parts: list[Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
     return out
 
 
+RESERVED_BYTES = 65536
+"""Room an invocation holds in invocations.jsonl from its start (a placeholder line): given back just before its
+line is written, so a disk that filled up during the run still takes it (~0.7 KB per endpoint)."""
+
+
 class Invocation:
     """This invocation's share of a run dir. `record` appends it to `invocations.jsonl` and returns the
     usage and run times summed over every invocation so far, so a resumed run's tokens, cost and duration
@@ -199,21 +230,45 @@ class Invocation:
         self.started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         self._t0 = time.perf_counter()
         self.recorded = False
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            self._at = os.fstat(fd).st_size
+            if self._at and os.pread(fd, 1, self._at - 1) != b"\n":
+                os.pwrite(fd, b"\n", self._at)  # a torn line of a killed invocation must not swallow ours
+                self._at += 1
+            head = json.dumps({"started": self.started, "outcome": "running", "pid": os.getpid()})
+            _write_at(fd, (head + " " * (RESERVED_BYTES - len(head) - 1) + "\n").encode(), self._at)
+        finally:
+            os.close(fd)
 
     def record(self, usage: Mapping[str, Any], outcome: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Append this invocation (`outcome`: ok, failed, interrupted) and return (usage, run times)."""
+        """Write this invocation's line (`outcome`: ok, failed, interrupted) in place of its placeholder and
+        return (usage, run times) over every invocation of the run dir."""
         line = {"started": self.started, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "duration_s": round(time.perf_counter() - self._t0, 3), "outcome": outcome, "usage": usage}
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(line, default=str) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        data = (json.dumps(line, default=str) + "\n").encode()
+        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, self._at)  # frees the placeholder: a line up to its size fits on a full disk
+            _write_at(fd, data, self._at)
+            os.fsync(fd)
+        except OSError as exc:
+            exc.filename = exc.filename or str(self.path)
+            raise
+        finally:
+            os.close(fd)
         self.recorded = True
         lines = read_invocations(self.path.parent)
         return merge_usage([x.get("usage") or {} for x in lines]), {
             "started": lines[0].get("started"), "finished": line["finished"],
             "duration_s": round(sum(float(x.get("duration_s") or 0.0) for x in lines), 3),
             "invocations": len(lines), "last_duration_s": line["duration_s"]}
+
+
+def _write_at(fd: int, data: bytes, offset: int) -> None:
+    done = 0
+    while done < len(data):
+        done += os.pwrite(fd, data[done:], offset + done)
 
 
 def read_invocations(run_dir: Path) -> list[dict[str, Any]]:
@@ -226,7 +281,7 @@ def read_invocations(run_dir: Path) -> list[dict[str, Any]]:
                 line = json.loads(text)
             except ValueError:
                 continue
-            if isinstance(line, dict):
+            if isinstance(line, dict) and line.get("outcome") != "running":  # a killed one's placeholder
                 out.append(line)
     return out
 

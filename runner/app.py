@@ -23,7 +23,7 @@ from runner.models.budget import require_prices
 from runner.models.prices import restore as restore_prices
 from runner.pipeline import Plan, execute, plan, usage_summary
 from runner.redact import redact
-from runner.store import SampleStore, write_json
+from runner.store import SampleStore, check_run_dir, write_json
 from runner.workers import Pool, check_workers, plain_config, workers_for
 
 log = logging.getLogger("runner")
@@ -82,7 +82,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
     if not 0.0 <= float(cfg.fail_on_error) <= 1.0:
         raise ConfigError(f"fail_on_error: {cfg.fail_on_error} is not a share in [0, 1]")
     check_workers(cfg.get("workers"))
-    run_dir.mkdir(parents=True, exist_ok=True)
+    check_run_dir(run_dir)  # a folder it can write, with room: else every reply would be lost
     config = resolved_config(cfg)
     built = build(cfg, run_dir)
     tracker = built.tracker
@@ -160,13 +160,21 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
         failed = False
     except BaseException as exc:
         if invocation is not None and not invocation.recorded:  # a failed or interrupted invocation spent too
-            invocation.record(usage_summary(built, planned), "interrupted" if isinstance(exc, KeyboardInterrupt)
-                              else "failed")
+            try:
+                invocation.record(usage_summary(built, planned), "interrupted"
+                                  if isinstance(exc, KeyboardInterrupt) else "failed")
+            except OSError as lost:  # not even the room it held: say so, and keep what stopped the run
+                log.warning("this invocation's usage could not be written to %s: %s", invocation.path, lost)
         raise
     finally:
         try:
             if tracking:
-                tracker.finish(tracked, failed=failed)
+                try:
+                    tracker.finish(tracked, failed=failed)
+                except Exception as exc:  # noqa: BLE001 - a failed run's own error comes first (a full disk)
+                    if not failed:
+                        raise
+                    log.warning("the tracker could not finish this failed run: %s: %s", type(exc).__name__, exc)
         finally:
             if built.cache is not None:
                 built.cache.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -14,6 +15,33 @@ CURRENT_EPOCH: ContextVar[tuple[int, int] | None] = ContextVar("current_epoch", 
 the seed (so each epoch is its own request and cache entry); None with one epoch."""
 """(task name, sample id as a string) of the sample being evaluated, set by the pipeline: lets an
 endpoint that replays recorded replies (runner.rejudge) find the one for this sample."""
+CURRENT_NOTES: ContextVar[list[str] | None] = ContextVar("current_notes", default=None)
+"""What was done to untrusted input while the current sample was asked (a reply's lone surrogates replaced,
+impossible token counts left uncounted): runner/jobs.py puts it in the sample's record as `notes`."""
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: half of a UTF-16 pair (e.g. a cut emoji, JSON "\\ud83d"). Python text may hold one, but
+no UTF-8 file can, so every writer of untrusted text replaces it with U+FFFD."""
+
+
+def note(text: str) -> None:
+    """Say in the current sample's record what was done to its input (outside a sample: nothing)."""
+    notes = CURRENT_NOTES.get()
+    if notes is not None and text not in notes:
+        notes.append(text)
+
+
+def clean_text(text: str) -> tuple[str, int]:
+    """`text` with each lone surrogate replaced by U+FFFD, and how many were replaced."""
+    if text.isascii():  # O(1): most text; no surrogate is ASCII
+        return text, 0
+    return SURROGATE.subn("\ufffd", text)
+
+
+def clean_strings(values: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """`values` with every text value cleaned (`clean_text`), and how many surrogates were replaced."""
+    cleaned = {k: clean_text(v) if isinstance(v, str) else (v, 0) for k, v in values.items()}
+    return {k: v for k, (v, _) in cleaned.items()}, sum(n for _, n in cleaned.values())
 
 
 @dataclass(frozen=True)

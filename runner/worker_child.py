@@ -11,7 +11,7 @@ only writer of the samples files. Messages to the parent, in order:
 
 `snapshot` and `final` map each endpoint's name to its usage so far (`Endpoint.usage()` in `final`). The
 parent's first message is this worker's share of the jobs; then it says `"stop"` (or closes its end) to
-cancel the samples in flight; Ctrl-C is the parent's to handle.
+cancel the samples in flight; Ctrl-C, SIGTERM and SIGHUP are the parent's to handle.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import threading
 import warnings
 from collections import deque
@@ -96,6 +97,10 @@ def main(spec: dict[str, Any], conn: Connection, control: Connection, spent: Any
     # would only add noise to the parent's one line.
     warnings.filterwarnings("ignore", message=r"coroutine '[\w.]*(Handler|completion)[\w.]*' was never awaited",
                             category=RuntimeWarning)
+    # SIGTERM and SIGHUP (a scheduler or a closed terminal signals every process) are the parent's to handle, as
+    # Ctrl-C is (ignored from the start): it says "stop", and this worker sends its last records and usage.
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, signal.SIG_IGN)
     with contextlib.suppress(OSError, EOFError):  # the parent is gone (its end of a pipe closed): nobody to tell
         spec = {**spec, "jobs": control.recv()}  # the parent's first message: this worker's share (JobSpecs)
         asyncio.run(_work(spec, conn, control, spent))

@@ -5,8 +5,8 @@ progress bars and adds up the usage.
 The CPU a reply costs inside litellm (~2 ms) caps one process at a few hundred replies a second; N
 processes lift the cap N-fold on N cores. Each entry's `concurrency` stays the ceiling of the whole run:
 it is divided between the workers. Anything that stops one worker stops the run: a refused endpoint (exit
-3) or a crash stop the others, the budget is shared, and Ctrl-C reaches this process only, which stops the
-workers and keeps every record they had finished.
+3) or a crash stop the others, the budget is shared, and Ctrl-C, SIGTERM and SIGHUP are this process's alone
+(the workers ignore them): it stops the workers and keeps every record they had finished and their usage.
 """
 
 from __future__ import annotations
@@ -115,6 +115,8 @@ class Pool:
     def __init__(self, n: int, config: dict[str, Any], run_dir: Path, built: Built) -> None:
         self.n, self.config, self.run_dir, self.built = n, config, Path(run_dir), built
         self.children: list[_Child] = []
+        self.unwritten: OSError | None = None
+        """A record this process could not write (disk full): the run stops; later records are dropped."""
 
     # ------------------------------------------------------------------------------- the live figures
     def retries(self) -> int:
@@ -213,8 +215,9 @@ class Pool:
                     if not child.open:
                         for fd in watched.pop(child.index):
                             loop.remove_reader(fd)
-                    problem = child.failed if child.failed is not None else \
-                        None if child.open or child.final is not None else self._crashed(child)
+                    problem = child.failed if child.failed is not None else self.unwritten if \
+                        self.unwritten is not None else None if child.open or child.final is not None \
+                        else self._crashed(child)
                     if problem is not None and error is None:
                         error, deadline = problem, time.monotonic() + STOP_GRACE_S
                         self._stop()
@@ -246,8 +249,12 @@ class Pool:
             kind = message[0]
             if kind == "records":
                 for task, line, small, is_error in message[1]:
-                    records[task].add(small, store.append_line(task, line))
-                    display.advance(task, error=is_error)
+                    if self.unwritten is None:  # once the disk refused one, the workers stop: their usage counts
+                        try:
+                            records[task].add(small, store.append_line(task, line))
+                        except OSError as exc:
+                            self.unwritten = exc
+                        display.advance(task, error=is_error)
                 child.usage = message[2]
             elif kind == "log":
                 logging.getLogger(message[2]).log(message[1], "%s", message[3])
@@ -286,12 +293,9 @@ class Pool:
     def _reap(self) -> None:
         for child in self.children:
             child.process.join(timeout=0 if child.open else 5)
-            if child.process.is_alive():
-                child.process.terminate()
-                child.process.join(timeout=5)
-                if child.process.is_alive():
-                    child.process.kill()
-                    child.process.join()
+            if child.process.is_alive():  # SIGKILL: a worker ignores SIGTERM, which is its parent's to handle
+                child.process.kill()
+                child.process.join()
             child.conn.close()
             child.control.close()
 

@@ -16,7 +16,7 @@ from runner.errors import CallError, RunnerError, repeating_fault
 from runner.models.budget import BudgetStop
 from runner.redact import redact_text
 from runner.store import record_key
-from runner.types import CURRENT_EPOCH, CURRENT_SAMPLE, Sample, SampleRecord
+from runner.types import CURRENT_EPOCH, CURRENT_NOTES, CURRENT_SAMPLE, Sample, SampleRecord
 
 log = logging.getLogger("runner")
 
@@ -59,13 +59,16 @@ def error_record(task: Task, sample_id: Any, prompt: Any, reference: Any, error:
 
 
 async def evaluate(job: Job, ctx: Context) -> dict[str, Any]:
-    """Ask and score one sample; a failure of this sample alone is its error record."""
+    """Ask and score one sample; a failure of this sample alone is its error record. What was done to its
+    untrusted input on the way (runner.types.note) is the record's `notes`."""
     sample = job.sample
     CURRENT_SAMPLE.set((job.task.name, record_key(sample.id, job.epoch)))
     CURRENT_EPOCH.set((job.epoch, ctx.seed + job.epoch) if ctx.epochs > 1 else None)
+    notes: list[str] = []
+    CURRENT_NOTES.set(notes)
     try:
         done = await job.task.evaluate(sample, job.loaded.shots, ctx)
-        return {**done.to_dict(), "epoch": job.epoch, "fingerprint": job.fingerprint}
+        return {**done.to_dict(), "epoch": job.epoch, "fingerprint": job.fingerprint, **_notes(notes)}
     except (RunnerError, asyncio.CancelledError, BudgetStop):
         raise
     except CallError as exc:
@@ -78,7 +81,11 @@ async def evaluate(job: Job, ctx: Context) -> dict[str, Any]:
         error = f"{type(exc).__name__}: {exc}"
     model = ctx.model.name if ctx.model else None
     failed = error_record(job.task, sample.id, sample.input, sample.target, error, model)
-    return {**failed, "epoch": job.epoch, "fingerprint": job.fingerprint}
+    return {**failed, "epoch": job.epoch, "fingerprint": job.fingerprint, **_notes(notes)}
+
+
+def _notes(notes: list[str]) -> dict[str, Any]:
+    return {"notes": list(notes)} if notes else {}  # the key only where there is a note: records stay as they were
 
 
 async def run_jobs(pending: deque[Job], ctx: Context, sink: Sink) -> None:

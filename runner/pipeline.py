@@ -17,8 +17,8 @@ from typing import Any
 from runner.benchmarks.base import Context, Loaded, Task
 from runner.build import Built
 from runner.display import Display
-from runner.errors import ConfigError, RunnerError
-from runner.fingerprint import changed, describe_changes, fingerprint, names
+from runner.errors import ConfigError, DataError, RunnerError
+from runner.fingerprint import PARTS, changed, describe_changes, fingerprint, names, split
 from runner.jobs import Job, error_record, run_jobs
 from runner.models.litellm_model import Endpoint
 from runner.records import PreviousRecords, TaskRecords, compact
@@ -66,6 +66,8 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
         checked: set[str] = set()
         data = built.benchmark.load(task)
         planned.loaded[task.name] = data
+        if not data.samples and not data.bad:
+            raise DataError(_nothing_to_ask(task, data))
         # key -> (offset, finished, fingerprint, compact record) of the latest line of each sample and epoch
         existing = {key_of(rec): (offset, task.finished(rec), rec.get("fingerprint"), compact(rec))
                     for offset, rec in store.scan(task.name)}
@@ -73,6 +75,7 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
         again: dict[str, int] = {}  # samples asked again that have a record: what ctx.previous offers
         counts: dict[str, int] = {}
         stale: list[int] = []
+        edited: list[str] = []  # finished records whose fingerprint no runner wrote
         unbuildable: list[tuple[Any, str]] = []
         kept = 0
         for index, sample in enumerate(data.samples):
@@ -97,9 +100,12 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
                         if was == fp:
                             kept += 1
                             continue
-                        stale.append(offset)
-                        for part in changed(was, fp):
-                            counts[part] = counts.get(part, 0) + 1
+                        if was is not None and (not isinstance(was, str) or not split(was).keys() <= PARTS.keys()):
+                            edited.append(f"sample {sample.id}: {repr(was)[:40]}")
+                        else:
+                            stale.append(offset)
+                            for part in changed(was, fp):
+                                counts[part] = counts.get(part, 0) + 1
                     again[key] = offset
                 jobs.append(Job(task, data, data.held(sample), fp, epoch, index))
         data.rebuild_from_rows()
@@ -118,6 +124,9 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
             if found is None or not found[1]:
                 planned.bad[task.name].append((bad_id, reason))
         ctx.previous[task.name] = PreviousRecords(store.path(task.name), again)
+        if edited and resume != "refresh":
+            problems.append(f"{task.name}: {len(edited)} finished record(s) with a fingerprint no runner writes "
+                            f"({edited[0]}; edited by hand?)")
         if counts and resume != "refresh":
             who = [_who(r) for r in read_at(store.path(task.name), stale)]
             problems.append(describe_changes(f"{task.name} ({len(stale)} finished sample(s))", counts,
@@ -127,6 +136,15 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
                           + "; ".join(problems) + "; re-run with resume=refresh to ask exactly those samples "
                           "again (unchanged calls come from the cache), or choose a new hydra.run.dir")
     return planned
+
+
+def _nothing_to_ask(task: Task, data: Loaded) -> str:
+    """Why a task's data gives no sample (an empty file, or every row taken as a few-shot example)."""
+    source = (data.data or {}).get("source") or "its data"
+    if data.shots:
+        return (f"task {task.name}: all {len(data.shots)} row(s) of {source} are few-shot examples, which are never "
+                "asked; lower benchmark.num_fewshot or give the task more rows")
+    return f"task {task.name}: {source} has no rows; give the task its data (benchmark.data_dir, or its dataset)"
 
 
 def prompt_secrets(built: Built) -> dict[str, str]:

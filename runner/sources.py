@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import sys
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 from runner.errors import DataError
+from runner.types import SURROGATE
 
 BAD_ROW = "__bad_row__"
 """Key of a placeholder row whose line could not be read; the pipeline records it as an error."""
@@ -26,9 +29,18 @@ def _parse(line: bytes, path: Path, place: int | str) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         why = exc.msg if isinstance(exc, json.JSONDecodeError) else f"not UTF-8 ({exc.reason})"
         return {BAD_ROW: f"{path}:{place}: not valid JSON ({why})"}
+    except RecursionError:
+        return {BAD_ROW: f"{path}:{place}: nested too deeply to read (over {sys.getrecursionlimit()} levels)"}
     if not isinstance(row, dict):
         return {BAD_ROW: f"{path}:{place}: expected a JSON object, got {type(row).__name__}"}
+    if _SURROGATE_ESCAPE.search(line) and SURROGATE.search(json.dumps(row, ensure_ascii=False)):
+        return {BAD_ROW: f"{path}:{place}: holds a lone surrogate (a \\ud800-\\udfff escape without its pair, e.g. "
+                         "half of an emoji), which is no text; fix the row"}
     return row
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A surrogate escape in a line: only then can a row hold a lone one (an escaped emoji is a valid pair)."""
 
 
 class JsonlRows:

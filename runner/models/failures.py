@@ -6,7 +6,12 @@ Pure functions over the error (litellm's exception classes are passed in, so not
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
+
+
+class MalformedReply(Exception):
+    """A reply that came back (HTTP 200) but is no usable chat completion; retried like a broken body."""
 
 
 def _header(headers: Any, name: str) -> Any:
@@ -78,9 +83,45 @@ def classify(exc: BaseException, litellm: Any) -> str:
 _UNREACHABLE_TEXTS = ("Connection error", "Cannot connect to host", "All connection attempts failed")
 
 
+def chat_choice(resp: Any) -> Any:
+    """The reply's first choice; MalformedReply when it has no message (litellm passes `choices: []` on)."""
+    choices = getattr(resp, "choices", None)
+    if not choices or getattr(choices[0], "message", None) is None:
+        raise MalformedReply("choices[0].message is null" if choices else
+                             "its choices are empty" if isinstance(choices, list) else "it has no choices")
+    return choices[0]
+
+
+def malformed_reply(exc: BaseException) -> str | None:
+    """What was wrong with a reply that came back but is no usable chat completion (litellm reports these with
+    its own traceback in the text, through its HTTP handler as an APIConnectionError); None for other errors."""
+    if isinstance(exc, MalformedReply):
+        return str(exc)
+    text = " ".join(str(exc).split())
+    if "Unable to get json response" in text:
+        if "codec can't decode" in text:
+            return "its body is not UTF-8 text"
+        start = text.split("Original Response: ", 1)[1][:60] if "Original Response: " in text else ""
+        return "its body is not JSON" + (f" (it begins {start!r})" if start else "")
+    if "Empty or invalid response from LLM endpoint" in text:
+        got = re.search(r"Received: (.{0,60}?)\. Check", text)
+        return "its body is no chat completion object" + (f" (got {got.group(1)})" if got else "")
+    if "Invalid response object" not in text:
+        return None
+    shown = text.split("'response_object': ", 1)[-1].split("'model_response_object'", 1)[0]
+    for part, what in (("'choices': None", "it has no choices"), ("'choices': []", "its choices are empty"),
+                       ("'message': None", "choices[0].message is null")):
+        if part in shown:
+            return what
+    tail = text.split(" received_args=", 1)[0].rsplit("^", 1)[-1].strip()
+    if tail.startswith("KeyError: 'choices'"):
+        return "it has no choices"
+    return f"litellm cannot read it ({tail[:120]})"
+
+
 def unreachable(exc: BaseException, litellm: Any) -> bool:
     """Nothing answered at all (refused, DNS): litellm reports it as APIConnectionError or as a 500."""
-    if isinstance(exc, litellm.Timeout):
+    if isinstance(exc, litellm.Timeout) or malformed_reply(exc) is not None:
         return False
     text = str(exc)
     return isinstance(exc, litellm.APIConnectionError) or any(t in text for t in _UNREACHABLE_TEXTS)

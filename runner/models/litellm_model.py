@@ -16,8 +16,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.accounting import Stats, parse_pricing, priced, response_cost
-from runner.errors import CallError, EndpointError, repeating_fault
+from runner.accounting import Stats, money, parse_pricing, priced, response_cost, token_count
+from runner.errors import CallError, ConfigError, EndpointError, repeating_fault
+from runner.models import failures
 from runner.models.budget import Budget
 from runner.models.cache import ResponseCache, request_key
 from runner.models.direct_calls import DirectCalls
@@ -27,12 +28,16 @@ from runner.models.litellm_import import import_litellm as _import_litellm
 from runner.models.litellm_import import litellm_ready
 from runner.models.tool_calls import requested_calls
 from runner.redact import redact_text
-from runner.types import CURRENT_EPOCH, ModelOutput, Usage
+from runner.types import CURRENT_EPOCH, ModelOutput, Usage, clean_strings, clean_text, note
 
 log = logging.getLogger("runner.calls")
 
 RATE_LIMITED_ATTEMPTS = 50
 """429 replies one request may get before it fails: beyond its retries, which 429s do not use up."""
+DEAD_AFTER = 10
+"""Calls in a row failed after all their retries (5xx, timeouts, no connection, broken replies) that stop the run
+(exit 3) when the endpoint had answered before, instead of failing every sample left: each has retried for ~30 s
+with the default backoff, so this is no blip."""
 
 # Names of environment variables that hold credentials (not an API base, project or region).
 _KEY_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_AUTH_TOKEN", "_ACCESS_KEY_ID", "_SECRET_ACCESS_KEY")
@@ -55,6 +60,9 @@ class Endpoint:
     backoff_cap: float = 60.0
     give_up_after: int = 3
     """Calls failed after their retries, with none ever succeeding, before the endpoint stops the run."""
+    dead_after: int = DEAD_AFTER
+    _failing: int = field(default=0, repr=False)
+    """Calls in a row that failed after their retries with a fault of the endpoint (DEAD_AFTER)."""
     origin: str | None = None
     """What serves this entry when its address changes from run to run (the embedded model): used in
     place of api_base in the cache key and the records' fingerprints."""
@@ -115,11 +123,11 @@ class Endpoint:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                pt, ct = int(hit.get("prompt_tokens") or 0), int(hit.get("completion_tokens") or 0)
+                pt, ct = token_count(hit.get("prompt_tokens")) or 0, token_count(hit.get("completion_tokens")) or 0
                 if self._prices is not None:
                     self.stats.cached(pt, ct, priced(self._prices, pt, ct))
-                elif hit.get("cost_usd") is not None:  # litellm's cost of the reply, stored with it
-                    self.stats.cached(pt, ct, float(hit["cost_usd"]), final=True)
+                elif money(hit.get("cost_usd")) is not None:  # litellm's cost of the reply, stored with it
+                    self.stats.cached(pt, ct, money(hit.get("cost_usd")), final=True)
                 else:  # no price when stored (or stored before replies kept their cost): valued at today's
                     # prices in usage(), a run's pricing_file included
                     self.stats.cached(pt, ct, None)
@@ -162,6 +170,7 @@ class Endpoint:
                     limiter.succeeded(sent_in, (getattr(resp, "_hidden_params", None) or {}).get("additional_headers"))
                     out, litellm_cost = self._output(resp, litellm)
                     self.stats.successes += 1
+                    self._failing = 0
                     return out, litellm_cost
                 except (asyncio.CancelledError, KeyboardInterrupt):
                     raise
@@ -202,6 +211,11 @@ class Endpoint:
                 limiter.release()
         self.stats.failures += 1
         assert last is not None
+        self._failing = self._failing + 1 if kind == "retry" else 0  # a 400 is an answer: the endpoint lives
+        if self.stats.successes and self._failing >= self.dead_after:
+            raise self._stop(f"{self.name} stopped answering: its last {self._failing} calls failed after their "
+                             f"retries, after {self.stats.successes} that succeeded; last: {self._describe(last)}; "
+                             "finished samples are kept; re-run with the same hydra.run.dir once it answers")
         if self.stats.successes == 0 and unreachable(last, litellm):
             raise self._stop(self._describe(last) + "; is the server running and the address right?")
         if self.stats.successes == 0 and self.stats.failures >= self.give_up_after:
@@ -228,8 +242,11 @@ class Endpoint:
 
     def _describe(self, exc: BaseException) -> str:
         where = self.api_base or "the provider's default endpoint"
-        text = " ".join(str(exc).split())[:300]
-        return redact_text(f"{self.name} ({self.model} at {where}): {type(exc).__name__}: {text}")
+        bad = failures.malformed_reply(exc)
+        # litellm puts a traceback of its own into some messages: the line says what, not where in litellm
+        text = f"the reply is no usable chat completion: {bad}" if bad else \
+            f"{type(exc).__name__}: " + " ".join(str(exc).split("Traceback (most recent call last)")[0].split())[:300]
+        return redact_text(f"{self.name} ({self.model} at {where}): {text}")
 
     def _refused(self, exc: BaseException) -> str:
         status = http_status(exc)
@@ -269,23 +286,35 @@ class Endpoint:
         return " or ".join(keys)
 
     def _output(self, resp: Any, litellm: Any) -> tuple[ModelOutput, float | None]:
-        """The reply, and litellm's cost of it (None: unknown) for the cache; accounted in the stats."""
-        choice = resp.choices[0]
-        text = getattr(choice.message, "content", None) or ""
+        """The reply, and litellm's cost of it (None: unknown) for the cache; accounted in the stats. A reply is
+        untrusted text: no usable message is MalformedReply (retried), lone surrogates become U+FFFD and
+        impossible token counts count 0 with an unknown cost, each with a note in the sample's record."""
+        choice = failures.chat_choice(resp)
+        text, replaced = clean_text(getattr(choice.message, "content", None) or "")
+        calls = [clean_strings(call) for call in requested_calls(choice.message)]
+        served, n = clean_text(str(getattr(resp, "model", None) or self.model))
+        if replaced + n + sum(k for _, k in calls):
+            note(f"lone surrogates (half of a UTF-16 pair, e.g. a cut emoji) in the reply of {self.name} replaced "
+                 "by U+FFFD")
         usage = getattr(resp, "usage", None)
-        pt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        ct = int(getattr(usage, "completion_tokens", 0) or 0)
-        litellm_cost = response_cost(resp, self.model, litellm.completion_cost)
-        cost = priced(self._prices, pt, ct) if self._prices is not None else litellm_cost
+        reported = {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens")}
+        counts = {k: token_count(v) for k, v in reported.items()}
+        pt, ct = counts["prompt_tokens"] or 0, counts["completion_tokens"] or 0
+        wrong = ", ".join(f"{k}={reported[k]!r}" for k, v in counts.items() if v is None)
+        litellm_cost = None if wrong else response_cost(resp, self.model, litellm.completion_cost)
+        cost = None if wrong else priced(self._prices, pt, ct) if self._prices is not None else litellm_cost
+        if wrong:  # litellm priced those numbers (a negative cost); no number of tokens is known, so no cost is
+            note(f"{self.name} reported {wrong}, which no call can have: counted as 0 tokens, the cost as unknown")
+            log.warning("%s reported %s: counted as 0 tokens and an unknown cost (a note in the record)",
+                        self.name, wrong)
         self.stats.reply(pt, ct, cost)
         if self.budget is not None:
             self.budget.spent_more()
-        served = str(getattr(resp, "model", None) or self.model)
         self.served_models.add(served)
         # A record's usage holds a number (0 for an unknown price); results.json's usage says null.
         return ModelOutput(text=text, model=served, finish_reason=getattr(choice, "finish_reason", None),
                            usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost),
-                           tool_calls=requested_calls(choice.message)), litellm_cost
+                           tool_calls=tuple(c for c, _ in calls)), litellm_cost
 
     def price(self, prompt_tokens: int, completion_tokens: int) -> float | None:
         """What a call with these token counts costs at the entry's prices, else litellm's (None: unknown);
@@ -343,9 +372,13 @@ def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:
 
 def endpoint_from_config(cfg: dict[str, Any], cache: ResponseCache | None) -> Endpoint:
     """Build an Endpoint from a model/judge entry (conf/model/*.yaml keys)."""
+    concurrency = cfg.get("concurrency", 16)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:  # 0 asks nothing
+        raise ConfigError(f"{cfg['name']}: concurrency={concurrency!r} is no number of requests in flight; give a "
+                          "whole number of at least 1 (model.concurrency, or the judge's judges.panel entry)")
     return Endpoint(name=str(cfg["name"]), model=str(cfg["model"]), api_base=cfg.get("api_base"),
                     # `${oc.env:VAR,}` with VAR unset gives "": that is no key, not an empty one.
-                    api_key=cfg.get("api_key") or None, concurrency=int(cfg.get("concurrency", 16)),
+                    api_key=cfg.get("api_key") or None, concurrency=concurrency,
                     params=dict(cfg.get("params") or {}), timeout=float(cfg.get("timeout", 120.0)),
                     max_retries=int(cfg.get("max_retries", 5)), cache=cache,
                     backoff_base=float(cfg.get("backoff", 1.0)), origin=cfg.get("origin"),

@@ -20,6 +20,7 @@ from runner.models.litellm_model import Endpoint, endpoint_from_config
 from runner.models.local_server import LocalServer
 from runner.models.prices import use_price_file
 from runner.paths import conf_dir, name_problem
+from runner.scorers.extractor import bind_extractors, wants_first_judge
 
 log = logging.getLogger("runner")
 
@@ -41,13 +42,15 @@ class Built:
     servers: list[tuple[LocalServer, list[Endpoint]]] = field(default_factory=list)
     budget: Budget | None = None
     """The run's spending limit, checked by every endpoint before each request."""
+    extractors: list[Endpoint] = field(default_factory=list)
+    """The choice scorers' extractors that are not the model or a judge (runner/scorers/extractor.py)."""
     demo: list[str] = field(default_factory=list)
     """Names of the entries served by the embedded demo model: their numbers prove the pipeline, not a
     model (results.json `demo`, the table's caveat)."""
 
     def endpoints(self) -> list[Endpoint]:
-        """The model under test and every judge."""
-        return ([self.model] if self.model else []) + list(self.panel.judges)
+        """The model under test, every judge and every extractor."""
+        return ([self.model] if self.model else []) + list(self.panel.judges) + self.extractors
 
     def check_keys(self) -> None:
         """Before any request: an endpoint whose provider needs a key it does not have stops the run."""
@@ -81,7 +84,8 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
     tasks = benchmark.build_tasks()
     needs_model = any(t.needs_model for t in tasks)
     needs_judges = any(t.needs_judges for t in tasks)
-    judge_entries = entries if needs_judges else []
+    # An extractor asking the first judge (`extractor: judges`) puts it in the panel, which judges nothing then.
+    judge_entries = entries if needs_judges else entries[:1] if wants_first_judge(tasks) else []
     if needs_judges and not judge_entries:
         judged = ", ".join(t.name for t in tasks if t.needs_judges)
         raise ConfigError(f"judges.panel is empty but task(s) {judged} need judges; pick a panel with "
@@ -121,15 +125,17 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
     by_entry = {id(e): ep for e, ep in zip(judge_entries, judges, strict=True)}
     if model_entry is not None and model is not None:
         by_entry[id(model_entry)] = model
+    extractors = bind_extractors(tasks, judge_entries, ([model] if model else []) + judges, cache)
     tracker = instantiate(cfg.tracker, "tracker")
-    endpoints = ([model] if model else []) + judges
+    endpoints = ([model] if model else []) + judges + extractors
     budget = Budget(cfg.budget.max_usd, spent=lambda: sum(e.stats.cost_usd for e in endpoints))
     for endpoint in endpoints:
         endpoint.budget = budget
     demo = [e.name for e in endpoints if (e.origin or "").startswith(EMBEDDED)]
     return Built(benchmark=benchmark, tasks=tasks, model=model, panel=Panel(judges), tracker=tracker,
                  cache=cache, budget=budget, demo=demo, servers=[(server, [by_entry[id(e)] for e in entries])
-                                                   for server, entries in servers.values()])
+                                                   for server, entries in servers.values()],
+                 extractors=extractors)
 
 
 def _check_names(benchmark: Benchmark, tasks: list[Task], model: dict[str, Any] | None,

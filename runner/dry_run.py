@@ -4,7 +4,9 @@ with litellm's tokenizer for the endpoint's model, and the plan is printed and w
 the run dir (the CONTRACT's Cost section). Nothing is sent, no server is started, nothing else is written.
 
 Per endpoint: `requests` are the calls the run would send for the samples not yet finished (model calls,
-plus one call per judge per judged sample, per order for pairwise tasks); `input_tokens` their prompts;
+plus one call per judge per judged sample, per order for pairwise tasks, plus one call per sample to each
+choice scorer's extractor: an upper bound, the extractor being asked only for the replies the rules cannot
+read); `input_tokens` their prompts;
 `output_tokens_max` the most they may write (`max_tokens` of the entry's params over the task's); and
 `cost_usd` the most they may cost: each request's input tokens and most output tokens at the entry's
 prices (its `pricing`, else litellm's; `Endpoint.price`), null when a price or a `max_tokens` is unknown
@@ -31,6 +33,7 @@ from runner.models.litellm_model import Endpoint, count_tokens
 from runner.models.replay import ReplayEndpoint
 from runner.pipeline import Plan
 from runner.prompts import render
+from runner.scorers.extractor import Extractor
 from runner.solvers.chat import variables
 from runner.store import record_key, write_json
 from runner.task import Task
@@ -135,6 +138,7 @@ class _Estimator:
                     max(1, int(getattr(task, "max_model_calls", 1) or 1))
                 self.tally(task, model).add(count_tokens(model.model, messages), reply_cap, self.prices[model.name],
                                             calls=calls)
+        self.extractor_calls(task, sample, reply, reply_cap)
         if not task.needs_judges:
             return
         for judge in self.built.panel.judges:
@@ -145,6 +149,21 @@ class _Estimator:
                     tokens += reply_cap
                     self.reply_caps.add(reply_cap)
                 self.tally(task, judge).add(tokens, cap, self.prices[judge.name], estimated=needs_reply)
+
+    def extractor_calls(self, task: BaseTask, sample: Sample, reply: str | None, reply_cap: int | None) -> None:
+        """One call per sample to each choice scorer's extractor: an upper bound, since it is asked only for
+        the replies the rules cannot read (its prompt holds the reply, counted as the model's max_tokens)."""
+        for scorer in getattr(task, "scorers", {}).values():
+            extractor = getattr(scorer, "extractor", None)
+            if not isinstance(extractor, Extractor) or extractor.endpoint is None:
+                continue
+            endpoint = extractor.endpoint
+            messages = extractor.messages(sample, reply or "", bool(getattr(scorer, "multiple", False)))
+            tokens = count_tokens(endpoint.model, messages) + ((reply_cap or 0) if reply is None else 0)
+            if reply is None and reply_cap is not None:
+                self.reply_caps.add(reply_cap)
+            self.tally(task, endpoint).add(tokens, output_cap(endpoint, None), self.prices[endpoint.name],
+                                           estimated=reply is None)
 
     def model_messages(self, task: BaseTask, sample: Sample, shots: Sequence[Sample]) -> list[dict[str, Any]]:
         """The chat messages the model would get; the bare question for a task that builds its own."""
@@ -251,8 +270,9 @@ def _notes(estimator: _Estimator, planned: Plan, totals: Mapping[str, Tally],
                      + ", ".join(f"{t} {n}" for t, n in kept.items()))
     if any(t.estimated for t in totals.values()):
         caps = ", ".join(str(c) for c in sorted(estimator.reply_caps)) or "unknown"
-        notes.append("judge input tokens (marked ~) are estimates: the rubric rendered with the question and "
-                     "reference, and the model's reply counted as its max_tokens (" + caps + " tokens)")
+        notes.append("judge and extractor input tokens (marked ~) are estimates: the rubric (or the extractor's "
+                     "prompt) rendered with the question and reference, and the model's reply counted as its "
+                     "max_tokens (" + caps + " tokens); an extractor is counted once per sample, an upper bound")
     if estimator.approximate:
         notes.append("approximate counts for " + ", ".join(sorted(estimator.approximate))
                      + ": the dry run does not render these tasks' own prompts (the question stands for them; "

@@ -135,7 +135,9 @@ class Task(BaseTask):
             scores={k: v for s in scored for k, v in s.scores.items()},
             status="invalid" if any(j.status != "ok" for j in judgements) else "ok", model=ctx.model.name,
             usage={"model": {**out.usage.__dict__, "served_model": out.model},
-                   "judges": {k: v for s in scored for k, v in s.judge_usage.items()}})
+                   "judges": {k: v for s in scored for k, v in s.judge_usage.items()}},
+            # What a scorer says about its reading (a choice scorer: who read the reply, runner/scorers/choice.py).
+            extra={k: v for s in scored for k, v in getattr(s, "extra", {}).items()})
 
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
         scored = [r for r in records if r.get("status") != "error"]
@@ -146,6 +148,9 @@ class Task(BaseTask):
             values = {k: v for a in self.aggregations for k, v in a.compute(ok).items()}
             return {k: values[k] for k in sorted(values, key=lambda k: k != self.headline)}
 
-        return task_result(
+        result = task_result(
             records, metrics, zero=dict.fromkeys(keys, 0.0),
             per_sample=lambda r: {k: v for a in self.aggregations for k, v in a.per_sample(r).items()})
+        for scorer in self.scorers.values():  # counts that are not rates (a choice scorer: replies read each way)
+            result.counts.update(scorer.counts(records) if hasattr(scorer, "counts") else {})
+        return result

@@ -1,17 +1,33 @@
-"""Multiple choice: the option letter(s) a careful human reads in the reply, against the reference."""
+"""Multiple choice: the option letter(s) a careful human reads in the reply, against the reference.
+
+The reply is read by the rules of runner.scorers.reading (docs/reading-replies.md). With `extractor:` (a model
+entry, or `judges` for the run's first judge), a reply the rules cannot read, or read only in contradiction,
+is read by that model (runner.scorers.extractor); each record then says who read it: `extra.read_by` is
+"rules" or "extractor", `extra.extractor` holds the extractor's raw reply, the letters it gave and its usage,
+and results.json counts the replies each way (`counts.read_by_rules`, `counts.read_by_extractor`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runner.metrics.core import iou
-from runner.scorers.letters import extract_choice, extract_choices
+from runner.scorers.extractor import Extractor
+from runner.scorers.reading import read_reply
 from runner.types import Sample, Scored
 
 if TYPE_CHECKING:
     from runner.benchmarks.base import Context
+
+
+@dataclass
+class ReadScored(Scored):
+    """A choice scorer's result, with what goes into the record's `extra` (who read the reply)."""
+
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Choice:
@@ -21,22 +37,43 @@ class Choice:
     names two) is wrong, never invalid.
     """
 
-    def __init__(self, multiple: bool = False) -> None:
+    def __init__(self, multiple: bool = False, extractor: Any = None) -> None:
         self.multiple = bool(multiple)
+        self.extractor = Extractor(extractor, "scorers.choice") if extractor is not None else None
 
     def prepare(self, folders: Sequence[Path], where: str) -> None:
-        """Nothing to load."""
+        """Compile the extractor's prompt, if there is one."""
+        if self.extractor is not None:
+            self.extractor.where = f"{where}.extractor"
+            self.extractor.prepare()
 
     def metrics(self) -> list[str]:
         """The per-sample scores it gives, averaged by default."""
         return ["mean:iou", "mean:accuracy"] if self.multiple else ["mean:accuracy"]
 
+    def counts(self, records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+        """results.json `counts` of a task with an extractor: how many replies each reader read."""
+        if self.extractor is None:
+            return {}
+        read_by = [(r.get("extra") or {}).get("read_by") for r in records if r.get("status") != "error"]
+        return {"read_by_rules": read_by.count("rules"), "read_by_extractor": read_by.count("extractor")}
+
     async def __call__(self, sample: Sample, text: str, ctx: Context) -> Scored:
-        """Read the letter(s) and score them."""
+        """Read the letter(s), by the rules first, and score them."""
+        reply = read_reply(text, len(sample.choices), sample.choices, sample.input)
+        letters = reply.letters
+        extra: dict[str, Any] = {}
+        if self.extractor is not None:
+            extra["read_by"] = "rules"
+            if not reply.sure:
+                asked = await self.extractor.ask(sample, text, self.multiple)
+                extra["extractor"] = asked.record()
+                if asked.letters is not None:
+                    letters, extra["read_by"] = asked.letters, "extractor"
         if self.multiple:
-            picked = extract_choices(text, len(sample.choices), sample.choices)
             gold = [sample.target] if isinstance(sample.target, str) else list(sample.target)
-            return Scored(answer=list(picked), scores={"iou": iou(picked, gold),
-                                                       "accuracy": float(set(picked) == set(gold))})
-        letter = extract_choice(text, len(sample.choices), sample.choices)
-        return Scored(answer=letter, scores={"accuracy": float(letter == sample.target)})
+            return ReadScored(answer=list(letters), scores={"iou": iou(letters, gold),
+                                                            "accuracy": float(set(letters) == set(gold))},
+                              extra=extra)
+        letter = letters[0] if len(letters) == 1 else None
+        return ReadScored(answer=letter, scores={"accuracy": float(letter == sample.target)}, extra=extra)

@@ -96,8 +96,14 @@ class Options:
 
     def mentions(self, s: str) -> list[tuple[int, int, str]]:
         """(start, end, letter) of each option text in `s`, a text inside a longer one's match left out."""
-        found = [(m.start(), m.end(), x) for x, p in self._found.items() for m in p.finditer(s)]
-        return sorted(f for f in found if not any(g != f and g[0] <= f[0] and f[1] <= g[1] for g in found))
+        found = sorted(((m.start(), m.end(), x) for x, p in self._found.items() for m in p.finditer(s)),
+                       key=lambda f: (f[0], -f[1]))
+        kept, reach = [], -1
+        for f in found:  # by start, the longest first: a match ending within an earlier one's reach is inside it
+            if f[1] > reach:
+                kept.append(f)
+                reach = f[1]
+        return kept
 
     def item(self, text: str) -> str | None:
         """The letter whose text `text` is (articles, parentheses, trailing "too" aside): whole, else a part of

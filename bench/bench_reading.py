@@ -26,6 +26,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -80,9 +81,12 @@ def as_answer(letters: tuple[str, ...] | list[str] | None, multiple: bool) -> tu
 def measure(read: Reader, data: list[dict[str, Any]]) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     misses: list[dict[str, Any]] = []
+    seconds = 0.0
     for row in data:
         kind = "multiple" if row["multiple"] else "single"
+        start = time.perf_counter()
         letters, sure = read(row)
+        seconds += time.perf_counter() - start
         got, human = as_answer(letters, row["multiple"]), as_answer(row["human"], row["multiple"])
         gold = as_answer(row["gold"], row["multiple"])
         counts[f"{kind}_n"] += 1
@@ -104,6 +108,7 @@ def measure(read: Reader, data: list[dict[str, Any]]) -> dict[str, Any]:
         "rejected_read_as_chosen": counts["rejected_read"],
         "to_extractor": counts["to_extractor"],
         "languages": dict(Counter(r["lang"] for r in data)),
+        "ms_per_reply": round(1000 * seconds / max(1, len(data)), 3),
         "misses": misses,
     }
 
@@ -119,6 +124,7 @@ def report(figures: dict[str, Any], label: str) -> str:
         "  by batch: " + ", ".join(f"{b} {v['as_human']}/{v['n']}" for b, v in figures["batches"].items()),
         f"  replies reading an option they reject as chosen: {figures['rejected_read_as_chosen']}",
         f"  replies sent to an extractor (when a task sets one): {figures['to_extractor']}",
+        f"  {figures['ms_per_reply']} ms per reply (one pass, first reading of each: patterns compiled then)",
     ])
 
 

@@ -40,17 +40,21 @@ def errno_text(exc: OSError) -> str:
 
 def disk_error(exc: BaseException, run_dir: Path | None, *, started: bool) -> RunDirError | None:
     """The one line for a file operation the filesystem refused (DISK_ERRNOS, with the path it names); None for
-    any other error. `started`: records may have been written (they are kept, and a re-run goes on)."""
+    any other error. `run_dir` None: the run dir was being made. `started`: records may have been written (they
+    are kept, and a re-run goes on)."""
     if not isinstance(exc, OSError) or exc.errno not in DISK_ERRNOS or exc.filename is None:
         return None
+    path = Path(os.fsdecode(exc.filename))
+    then = f"re-run with hydra.run.dir={run_dir} to ask the rest" if started else "nothing was sent"
+    if run_dir is not None and not path.is_relative_to(run_dir):  # e.g. a data file this user may not read
+        return RunDirError(f"cannot use {path}: {errno_text(exc)}; {then}")
     fix = _FIX.get(exc.errno or 0, "make it writable")
     if not started:
-        probe = run_dir is not None and Path(exc.filename).name.startswith(_PROBE)
-        return RunDirError(f"cannot use {run_dir if probe else exc.filename} as the run dir: {errno_text(exc)}; "
-                           f"nothing was sent; {fix}, or choose another hydra.run.dir")
-    return RunDirError(f"cannot write {exc.filename}: {errno_text(exc)}; the run stopped, keeping the records "
-                       f"written before and this invocation's usage (invocations.jsonl); {fix}, then re-run with "
-                       f"hydra.run.dir={run_dir} to ask the rest")
+        shown = run_dir if run_dir is not None and path.name.startswith(_PROBE) else path
+        return RunDirError(f"cannot use {shown} as the run dir: {errno_text(exc)}; nothing was sent; {fix}, or "
+                           "choose another hydra.run.dir")
+    return RunDirError(f"cannot write {path}: {errno_text(exc)}; the run stopped, keeping the records written "
+                       f"before and this invocation's usage (invocations.jsonl); {fix}, then {then}")
 
 
 _PROBE = ".write-check-"

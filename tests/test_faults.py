@@ -22,6 +22,7 @@ from conftest import ROOT, cli, fake_model_overrides, one_line_error, read_jsonl
 from fake_llm import FakeLLM
 
 from runner.models.litellm_model import Endpoint
+from runner.store import disk_error
 from runner.types import CURRENT_NOTES
 
 TASK = "mcqa_single_answer"
@@ -404,3 +405,12 @@ def test_an_endpoint_that_dies_mid_run_stops_it_after_ten_failed_calls_in_a_row(
     # the tenth stops it; calls already in their last attempt (four in flight) may end as failures beside it
     assert len(ok) == usage["successes"] >= 8 and 10 <= usage["failures"] <= 13
     assert len(records) < n  # the samples left were never asked
+
+
+def test_a_refused_file_outside_the_run_dir_is_not_called_the_run_dir(tmp_path):
+    refused = PermissionError(13, "Permission denied", "/data/mcqa_single_answer.jsonl")
+    error = disk_error(refused, tmp_path / "run", started=False)
+    assert error is not None and error.exit_code == 2
+    assert str(error) == ("cannot use /data/mcqa_single_answer.jsonl: Permission denied (errno 13, EACCES); nothing "
+                          "was sent")
+    assert disk_error(ConnectionRefusedError(111, "Connection refused"), tmp_path, started=True) is None

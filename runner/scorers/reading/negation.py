@@ -25,7 +25,7 @@ _AFTER = re.compile(rf"{LIST_START}{_OPTION}(?P<list>{LIST})\s*(?:{alternation(p
 _NOT = re.compile(rf"{LIST_START}{_OPTION}(?P<list>{LIST})\s+(?:{alternation(phrases('reject', 'not'))})"
                   rf"(?!\s+(?:{alternation(phrases('reject', 'double_negative'))}))", re.I)
 _CONTRAST = re.compile(rf"{alternation(phrases('reject', 'contrast'))}\s*,?\s*{_OPTION}(?P<list>{LIST})", re.I)
-_CALLED_RIGHT = re.compile(r"[^.\n;]{0,40}?\b(?:correct|right|true|valid|the\s+answers?|also|too|as\s+well)\b", re.I)
+_CALLED_RIGHT = re.compile(r"[^.\n;]{0,40}?\b(?:correct|right|true|valid|best|answers?|also|too|as\s+well)\b", re.I)
 _LABEL = re.compile(r"^[ \t]*(?:[-*•+][ \t]+)?\**[(\[]?(?P<l>[A-Z])\b[)\].:]?\**(?P<rest>.*)$", re.M)
 
 

@@ -50,7 +50,12 @@ class Built:
 
     def endpoints(self) -> list[Endpoint]:
         """The model under test, every judge and every extractor."""
-        return ([self.model] if self.model else []) + list(self.panel.judges) + self.extractors
+        return [endpoint for _, endpoint in self.roles()]
+
+    def roles(self) -> list[tuple[str, Endpoint]]:
+        """Each endpoint the run may call with its role in results.json usage: model, judge, extractor."""
+        return ([("model", self.model)] if self.model else []) + [("judge", j) for j in self.panel.judges] + \
+            [("extractor", e) for e in self.extractors]
 
     def check_keys(self) -> None:
         """Before any request: an endpoint whose provider needs a key it does not have stops the run."""

@@ -66,7 +66,7 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
         checked: set[str] = set()
         data = built.benchmark.load(task)
         planned.loaded[task.name] = data
-        if not data.samples and not data.bad:
+        if not data.samples and not data.bad and data.skipped is None:
             raise DataError(_nothing_to_ask(task, data))
         # key -> (offset, finished, fingerprint, compact record) of the latest line of each sample and epoch
         existing = {key_of(rec): (offset, task.finished(rec), rec.get("fingerprint"), compact(rec))
@@ -325,8 +325,7 @@ def usage_summary(built: Built, planned: Plan | None = None) -> dict[str, Any]:
     if planned is not None and planned.usage is not None:
         return planned.usage
     out: dict[str, Any] = {}
-    for role, endpoint in ([("model", built.model)] if built.model else []) + \
-            [("judge", j) for j in built.panel.judges]:
+    for role, endpoint in built.roles():
         out[endpoint.name] = {"role": role, "model": endpoint.model, **endpoint.usage(),
                               "served_models": sorted(endpoint.served_models)}
     return out

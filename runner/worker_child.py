@@ -35,6 +35,7 @@ from runner.jobs import Job, run_jobs
 from runner.models.budget import Budget
 from runner.models.litellm_model import Endpoint
 from runner.records import PreviousRecords, compact
+from runner.redact import redact
 from runner.store import SampleStore, dumps, record_key
 
 JobSpec = tuple[str, int, int, str, int]
@@ -110,6 +111,7 @@ async def _work(spec: dict[str, Any], conn: Connection, control: Connection, spe
     from omegaconf import OmegaConf
 
     cfg = OmegaConf.create(spec["config"])
+    redact(spec["config"])  # a spawned process learns the run's keys, so its error texts mask them too
     # The parent tracks the run; a worker only asks.
     cfg.tracker = {"_target_": "runner.tracking.base.NullTracker"}
     run_dir, index = Path(spec["run_dir"]), int(spec["index"])

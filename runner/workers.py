@@ -136,7 +136,7 @@ class Pool:
         """results.json `usage`: each endpoint's usage added up over the workers (`final` from those that
         finished, the last figures sent by any that did not), with the entry's own ceiling."""
         out: dict[str, Any] = {}
-        for role, e in ([("model", built.model)] if built.model else []) + [("judge", j) for j in built.panel.judges]:
+        for role, e in built.roles():
             parts = [c.usage[e.name] for c in self.children if e.name in c.usage]
             merged = merge_usage([{e.name: {k: v for k, v in p.items() if k not in ("level", "concurrency")}}
                                   for p in parts]).get(e.name, {})

@@ -55,7 +55,7 @@ def overrides(url: str, run_dir: Path, extractor: str, *extra: str, tasks: tuple
             f"benchmark.tasks=[{','.join(tasks)}]", f"benchmark.limit={N}", "benchmark.num_fewshot=0",
             "tracker=none", "progress=false", f"hydra.run.dir={run_dir}",
             *([f"cache.dir={cache}"] if cache else ["cache.enabled=false"]),
-            *[f"+benchmark.specs.{t}.scorers.choice.extractor={extractor}" for t in tasks if extractor], *extra]
+            *[f"benchmark.specs.{t}.scorers.choice.extractor={extractor}" for t in tasks if extractor], *extra]
 
 
 def serve(fake_llm, extractor=extractor_reply) -> None:
@@ -95,8 +95,6 @@ def test_replies_the_rules_cannot_read_are_read_by_the_extractor(fake_llm, tmp_p
     assert UNREADABLE in prompt and "Options:" in prompt and '{"letters": []}' in prompt
 
 
-@pytest.mark.xfail(strict=True, reason="runner/pipeline.py usage_summary (and runner/workers.py "
-                   "Pool.usage_summary) list the model and the judges only; they need built.extractors too")
 def test_the_extractor_s_usage_is_in_results_json_under_its_own_name(fake_llm, tmp_path):
     serve(fake_llm)
     results = run_in_process(overrides(fake_llm.base_url, tmp_path / "run", entry(fake_llm.base_url),

@@ -209,6 +209,19 @@ def test_a_run_dir_the_filesystem_refuses_stops_before_any_request(fake_llm, tmp
     assert fake_llm.count == 0
 
 
+@pytest.mark.parametrize("where", ["read-only", "full"])
+def test_a_cache_dir_the_filesystem_refuses_is_one_line_before_any_request(fake_llm, tmp_path, tmpfs, where):
+    folder = tmpfs(readonly=True) if where == "read-only" else tmpfs(size="1m")
+    if where == "full":
+        fill(folder)
+    proc = cli(args(fake_llm.base_url, data(tmp_path, 3), tmp_path / "run", "cache.enabled=true",
+                    f"cache.dir={folder}"))
+    assert proc.returncode == 2, proc.stderr
+    line = one_line_error(proc)
+    assert f"cache.dir={folder}: the response cache cannot be written there" in line and "cache.enabled=false" in line
+    assert fake_llm.count == 0
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_disk_that_fills_mid_run_keeps_every_record_and_the_usage(fake_llm, tmp_path, tmpfs, workers):
     fake_llm.latency = 0.4

@@ -112,6 +112,8 @@ class Loaded:
     later: LazySamples | None = None
     """The same samples, each built again from its row when asked for: what `samples` becomes once the run
     is planned (runner/benchmarks/lazy_samples.py). None: the data cannot be read again by row."""
+    skipped: str | None = None
+    """Why the benchmark leaves this task out (its summary says so): no sample to ask is then no error."""
     dropped: int = 0
     """Samples whose prompt could not be built: moved to `bad` by the plan, left in `samples` so that the
     places of the others stay as planned."""

@@ -14,6 +14,7 @@ import atexit
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -21,6 +22,10 @@ import time
 import weakref
 from pathlib import Path
 from typing import Any
+
+from runner.errors import ConfigError
+
+log = logging.getLogger("runner")
 
 FLUSH_ROWS = 256
 """Pending replies that trigger a write (a wave of 128 concurrent replies is one or two transactions)."""
@@ -66,10 +71,14 @@ class ResponseCache:
         self._pending: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
         self._timer: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None
+        try:
+            conn = self._conn()
+            conn.execute(_SCHEMA)
+            conn.commit()
+        except sqlite3.OperationalError as exc:  # a full or read-only disk under cache.dir
+            raise ConfigError(f"cache.dir={self.path.parent}: the response cache cannot be written there ({exc}); "
+                              "free space there, choose another cache.dir, or cache.enabled=false") from None
         _open.add(self)
-        conn = self._conn()
-        conn.execute(_SCHEMA)
-        conn.commit()
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -139,7 +148,11 @@ class ResponseCache:
                         conn.execute("ROLLBACK")
                     raise
                 break
-            except sqlite3.OperationalError:  # "database is locked" under heavy multi-process load
+            except sqlite3.OperationalError as exc:  # "database is locked" under heavy multi-process load
+                if "locked" not in str(exc) and "busy" not in str(exc):  # full, read-only: waiting cannot help
+                    log.warning("the response cache could not keep %d repl%s (%s); they will be asked again if "
+                                "needed", len(rows), "y" if len(rows) == 1 else "ies", exc)
+                    break
                 time.sleep(0.05 * (attempt + 1))
         # Written or not, these rows leave memory: a cache write that keeps failing costs a re-ask later,
         # never the result (and a reply put again meanwhile stays pending).

@@ -163,7 +163,7 @@ class MugenBenchmark(Benchmark):
                 rows, fetch = self._dataset_rows(task.dataset, task.split)
         except MissingSplit as exc:
             self._problem(f"{task.name}: {exc}; task skipped (not every task has every scaling split)")
-            return Loaded(shots=[], samples=[], bad=[])
+            return Loaded(shots=[], samples=[], bad=[], skipped=str(exc))
         samples: list[Sample] = []
         bad: list[tuple[Any, str]] = []
         source = f"{self.data_dir}/{task.name}" if self.data_dir else f"{task.dataset} (split {task.split})"

@@ -36,11 +36,13 @@ from runner.redact import (
 # Built at run time, new for every session: no key-shaped literal sits in the repo, and no fixture or cache
 # can hold one by chance. A prefix-less hex key is what only the name rules, the environment scan or the
 # remembered keys can find; the sk- one is found by its shape too.
-MODEL_KEY = secrets.token_hex(16)          # read from an environment variable named like a credential
-JUDGE_KEY = secrets.token_hex(16)          # typed inline in judges.panel=[{...api_key:K}]
-HEADER_KEY = "sk-" + secrets.token_hex(12)  # in the model's extra_headers
-GOOG_KEY = secrets.token_hex(16)           # in the judge's extra_headers
-URL_PASSWORD = secrets.token_hex(16)       # in api_base's userinfo
+# Fixed, distinctive and prefix-less (a random one per import would give each pytest-xdist worker other
+# test ids); each appears nowhere else in the repository.
+MODEL_KEY = "5d0c6b9e21f84a37b0e9c4d2a1f7e836"   # read from an environment variable named like a credential
+JUDGE_KEY = "9a3e7f10c6d54b28a8e1f0b47c2d9e65"   # typed inline in judges.panel=[{...api_key:K}]
+HEADER_KEY = "sk-" + "4f2a8c1e7b3d9a60e5c2b7f1"  # in the model's extra_headers
+GOOG_KEY = "c81d4e7a2b9f3c05d6e8a1b4f7c2e903"    # in the judge's extra_headers
+URL_PASSWORD = "7e2b9c4f1a8d3e60b5c7a2f9d1e4b806"  # in api_base's userinfo
 KEYS = (MODEL_KEY, JUDGE_KEY, HEADER_KEY, GOOG_KEY, URL_PASSWORD)
 
 

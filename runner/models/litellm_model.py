@@ -26,6 +26,7 @@ from runner.models.failures import REFUSED, classify, http_status, quota_exhaust
 from runner.models.limiter import Limiter
 from runner.models.litellm_import import import_litellm as _import_litellm
 from runner.models.litellm_import import litellm_ready
+from runner.models.prices import in_use as price_file_in_use
 from runner.models.tool_calls import requested_calls
 from runner.redact import redact_text
 from runner.types import CURRENT_EPOCH, ModelOutput, Usage, clean_strings, clean_text, note
@@ -128,9 +129,10 @@ class Endpoint:
                     self.stats.cached(pt, ct, priced(self._prices, pt, ct))
                 elif money(hit.get("cost_usd")) is not None:  # litellm's cost of the reply, stored with it
                     self.stats.cached(pt, ct, money(hit.get("cost_usd")), final=True)
-                else:  # no price when stored (or stored before replies kept their cost): valued at today's
-                    # prices in usage(), a run's pricing_file included
-                    self.stats.cached(pt, ct, None)
+                elif "cost_usd" in hit and not price_file_in_use():  # litellm had no price for it: none still
+                    self.stats.cached(pt, ct, None, final=True)  # (and a cached re-run needs no litellm)
+                else:  # stored before replies kept their cost, or a pricing_file may price it now: valued
+                    self.stats.cached(pt, ct, None)  # at today's prices in usage()
                 self.served_models.add(hit["model"])
                 return ModelOutput(text=hit["text"], model=hit["model"],
                                    finish_reason=hit.get("finish_reason"),

@@ -72,6 +72,11 @@ def use_price_file(path: str | Path | None) -> None:
         merge_pending(_litellm)
 
 
+def in_use() -> bool:
+    """Whether this run has a pricing_file (merged or waiting for litellm to load)."""
+    return bool(_pending or _replaced)
+
+
 def merge_pending(litellm: Any) -> None:
     """Merge the run's file into `litellm`'s price map (litellm_import.py, once litellm is loaded)."""
     global _litellm

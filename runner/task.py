@@ -127,6 +127,9 @@ class Task(BaseTask):
         # Concurrently: the judges are asked while reference metrics compute in a worker thread.
         scored = await asyncio.gather(*(scorer(sample, out.text, ctx) for scorer in self.scorers.values()))
         judgements = [j for s in scored for j in s.judgements]
+        # What a scorer says about its reading (a choice scorer: who read the reply, runner/scorers/choice.py).
+        extra = {k: v for s in scored for k, v in getattr(s, "extra", {}).items()}
+        read_by = extra.pop("read_by", None)
         assert ctx.model is not None
         return SampleRecord(
             id=sample.id, task=self.name, prompt=messages, reference=sample.target, response=out.text,
@@ -136,8 +139,7 @@ class Task(BaseTask):
             status="invalid" if any(j.status != "ok" for j in judgements) else "ok", model=ctx.model.name,
             usage={"model": {**out.usage.__dict__, "served_model": out.model},
                    "judges": {k: v for s in scored for k, v in s.judge_usage.items()}},
-            # What a scorer says about its reading (a choice scorer: who read the reply, runner/scorers/choice.py).
-            extra={k: v for s in scored for k, v in getattr(s, "extra", {}).items()})
+            extra=extra, read_by=read_by)
 
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
         scored = [r for r in records if r.get("status") != "error"]

@@ -164,6 +164,9 @@ class SampleRecord:
     usage: dict[str, Any] = field(default_factory=dict)
     """Per-role accounting: {"model": {...}, "judges": {name: {...}}}."""
     extra: dict[str, Any] = field(default_factory=dict)
+    read_by: str | None = None
+    """Who read the answer from a multiple-choice reply: `rules`, or `extractor` (the task's extractor model,
+    whose raw reply is in `extra.extractor`); None where no choice scorer read one."""
     epoch: int = 0
     """Which of the run's `epochs` this record answers (0 ... epochs-1)."""
     fingerprint: str = ""

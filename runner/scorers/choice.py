@@ -2,7 +2,7 @@
 
 The reply is read by the rules of runner.scorers.reading (docs/reading-replies.md). With `extractor:` (a model
 entry, or `judges` for the run's first judge), a reply the rules cannot read, or read only in contradiction,
-is read by that model (runner.scorers.extractor); each record then says who read it: `extra.read_by` is
+is read by that model (runner.scorers.extractor); each record then says who read it: `read_by` is
 "rules" or "extractor", `extra.extractor` holds the extractor's raw reply, the letters it gave and its usage,
 and results.json counts the replies each way (`counts.read_by_rules`, `counts.read_by_extractor`).
 """
@@ -55,7 +55,8 @@ class Choice:
         """results.json `counts` of a task with an extractor: how many replies each reader read."""
         if self.extractor is None:
             return {}
-        read_by = [(r.get("extra") or {}).get("read_by") for r in records if r.get("status") != "error"]
+        read_by = [r.get("read_by") or (r.get("extra") or {}).get("read_by") for r in records
+                   if r.get("status") != "error"]
         return {"read_by_rules": read_by.count("rules"), "read_by_extractor": read_by.count("extractor")}
 
     async def __call__(self, sample: Sample, text: str, ctx: Context) -> Scored:

@@ -106,7 +106,7 @@ _orig_job = entry._job
 
 def job(cfg: Any) -> None:
     mark("hydra_job_start")
-    import runner.app as app
+    import runner.run.app as app
 
     orig_build, orig_execute = getattr(app, "build"), getattr(app, "execute")  # noqa: B009 - not re-exported
 
@@ -164,8 +164,8 @@ def _wrap_after_requests() -> None:
     """What runs between the last reply and the end of `execute`: the jobs ending, the samples files
     closed, the first aggregate (numpy and scipy imported on use)."""
     import runner.metrics.uncertainty as uncertainty
-    import runner.pipeline as pipeline
-    import runner.store as store
+    import runner.run.pipeline as pipeline
+    import runner.run.store as store
 
     _wrap(pipeline, "_run_jobs", None, "jobs_done")
     _wrap(store.SampleStore, "close", None, "samples_closed")

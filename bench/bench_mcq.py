@@ -288,7 +288,8 @@ def breakdown(args: argparse.Namespace, data_dir: Path, tmp: Path) -> dict[str, 
         "python -c pass": isolated("pass"),
         "import litellm (alone)": isolated("import litellm"),
         "hydra compose (alone)": isolated(compose),
-        "import runner.app (no litellm)": isolated("import runner.app, sys; assert 'litellm' not in sys.modules"),
+        "import runner.run.app (no litellm)": isolated(
+            "import runner.run.app, sys; assert 'litellm' not in sys.modules"),
     }
     return {"events_s_since_popen": dict(sorted(ev.items(), key=lambda kv: kv[1])), "cpu_phases": phases,
             "datasets_imported": p["datasets_imported"], "litellm_import_thread": p.get("litellm_import"),

@@ -5,9 +5,9 @@ the config tree (`conf/`), not imported. A task is `Task` (data + solver + score
 `BaseTask` is for a task whose asking and scoring fit no solver and scorer (MUGEN, VAKRA, win rate).
 """
 
-from runner.benchmarks.base import Benchmark, Context
-from runner.benchmarks.base import Task as BaseTask
-from runner.task import Scorer, Solver, Task
+from runner.benchmarks.base import Benchmark
+from runner.tasks.base import BaseTask, Context
+from runner.tasks.task import Scorer, Solver, Task
 from runner.types import Judgement, ModelOutput, Sample, SampleRecord, Scored, TaskResult, Usage
 
 __version__ = "0.1.0"

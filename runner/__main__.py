@@ -40,7 +40,7 @@ def reader_gone() -> None:
 
 
 def _fail(message: str, code: int) -> None:
-    from runner.redact import redact_text
+    from runner.config.redact import redact_text
 
     print(f"error: {redact_text(message)}", file=sys.stderr)  # Hydra's errors quote overrides as typed
     sys.exit(code)
@@ -51,7 +51,7 @@ def _save_config(cfg: Any, hc: Any, run_dir: Path) -> None:
     written, and only once the run is accepted: a refused resume leaves the run dir as it was."""
     from omegaconf import OmegaConf
 
-    from runner.redact import write_redacted_yaml
+    from runner.config.redact import write_redacted_yaml
 
     folder = run_dir / ".hydra"
     folder.mkdir(parents=True, exist_ok=True)
@@ -62,7 +62,7 @@ def _save_config(cfg: Any, hc: Any, run_dir: Path) -> None:
 
 class _RedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        from runner.redact import redact_text
+        from runner.config.redact import redact_text
 
         record.msg = redact_text(record.getMessage())
         record.args = None
@@ -117,7 +117,7 @@ def _job(cfg: Any) -> None:
 
     from runner.config import register, swept
     from runner.errors import RunnerError
-    from runner.store import disk_error
+    from runner.run.store import disk_error
 
     register()  # a launcher's worker process (joblib, ray, slurm) imports this module afresh
     hc = HydraConfig.get()
@@ -135,9 +135,9 @@ def _job(cfg: Any) -> None:
         _save_config(cfg, hc, run_dir)
 
     try:
-        from runner.app import incomplete, run
         from runner.errors import BudgetReached, IncompleteRun
-        from runner.report import sweep_group
+        from runner.outputs.sweep_report import sweep_group
+        from runner.run.app import incomplete, run
 
         label = swept(hc.sweep.dir, list(hc.overrides.task)) if multirun else None
         results = run(cfg, run_dir, group=sweep_group(hc.sweep.dir) if multirun else None, label=label or None,
@@ -155,7 +155,7 @@ def _job(cfg: Any) -> None:
     except Exception as exc:  # noqa: BLE001 - sorted below: one line, and a sweep goes on
         if _debug():
             raise
-        from runner.redact import redact_text
+        from runner.config.redact import redact_text
 
         exc = disk_error(exc, run_dir, started=bool(started)) or exc  # the filesystem's answer: no bug
         text = str(exc) if isinstance(exc, RunnerError) else f"internal error: {type(exc).__name__}: {exc}"
@@ -170,7 +170,7 @@ def _job(cfg: Any) -> None:
 
 
 def _exit_if_jobs_failed() -> None:
-    from runner.report import SweepReport
+    from runner.outputs.sweep_report import SweepReport
 
     if SweepReport.failed:
         _fail(f"{len(SweepReport.failed)} job(s) of the sweep failed ({SweepReport.failed[0]}); the others' "
@@ -233,7 +233,7 @@ def main() -> None:
     from omegaconf.errors import OmegaConfBaseException
 
     from runner.config import hydra_callback_problem, register, schema_key_problem, unknown_key_problem
-    from runner.paths import conf_dir
+    from runner.config.paths import conf_dir
 
     register()
     # When an endpoint stops the run (dead, refused), the calls still in flight are cancelled; litellm may
@@ -268,7 +268,7 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - a bug: say so in one line; RUNNER_DEBUG=1 shows the traceback
         if _debug():
             raise
-        from runner.store import disk_error
+        from runner.run.store import disk_error
 
         refused = disk_error(exc, None, started=False)  # Hydra makes the run dir before any code of ours runs
         if refused is not None:

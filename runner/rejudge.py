@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from runner.redact import MASK
+from runner.config.redact import MASK
 
 # Overrides of SRC that must not carry over: where it was written, and what this command sets.
 _DROPPED = ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir", "rejudge")

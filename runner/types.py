@@ -17,7 +17,7 @@ the seed (so each epoch is its own request and cache entry); None with one epoch
 endpoint that replays recorded replies (runner.rejudge) find the one for this sample."""
 CURRENT_NOTES: ContextVar[list[str] | None] = ContextVar("current_notes", default=None)
 """What was done to untrusted input while the current sample was asked (a reply's lone surrogates replaced,
-impossible token counts left uncounted): runner/jobs.py puts it in the sample's record as `notes`."""
+impossible token counts left uncounted): runner/run/jobs.py puts it in the sample's record as `notes`."""
 
 SURROGATE = re.compile("[\ud800-\udfff]")
 """A lone surrogate: half of a UTF-16 pair (e.g. a cut emoji, JSON "\\ud83d"). Python text may hold one, but
@@ -201,7 +201,7 @@ class TaskResult:
     judge_stats: dict[str, Any] | None = None
     """Judge reliability on a task judged by two or more judges (kappas, intervals, invalid rates)."""
     data: dict[str, Any] | None = None
-    """Which data the task was scored on: `{source, revision, rows, sha256}` (runner/provenance.py)."""
+    """Which data the task was scored on: `{source, revision, rows, sha256}` (runner/run/provenance.py)."""
     epochs: int = 1
     by_epoch: dict[str, list[float | None]] | None = None
     """With several epochs: each metric computed on each epoch's records alone, in epoch order."""

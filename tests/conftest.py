@@ -78,7 +78,7 @@ def fake_model_overrides(base_url: str, *, judges: int = 1, concurrency: int = 8
 
 def run_in_process(overrides: list[str], run_dir: Path) -> dict[str, Any]:
     """Compose and run like the CLI does, in this process (litellm is imported once per session)."""
-    from runner.app import run
+    from runner.run.app import run
 
     cfg = compose(overrides)
     return run(cfg, run_dir)

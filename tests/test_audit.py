@@ -17,9 +17,9 @@ from conftest import JUDGE_CORRECT, TESTS, cli, one_line_error, read_jsonl, run_
 from fake_llm import FakeLLM
 from sklearn.metrics import cohen_kappa_score
 
-from runner.audit import audit, audit_run, read_labels, write_audit
 from runner.errors import DataError
 from runner.metrics.intervals import bootstrap_statistic
+from runner.outputs.audit import audit, audit_run, read_labels, write_audit
 
 FIXTURES = TESTS / "fixtures" / "audit"
 LABELS_CSV, LABELS_JSONL = FIXTURES / "open_ended_labels.csv", FIXTURES / "open_ended_labels.jsonl"

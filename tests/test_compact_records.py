@@ -1,4 +1,4 @@
-"""The run aggregates compact records (runner/records.py): the same metrics, intervals and judge statistics as
+"""The run aggregates compact records (runner/run/compact.py): the same metrics, intervals and judge statistics as
 the full records give, and the full records still there, read from the samples file, for whoever needs them."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from test_pipeline import scripted_reply
 
 from runner.metrics.intervals import wilson
 from runner.metrics.uncertainty import wilson95, with_uncertainty
-from runner.records import PreviousRecords, TaskRecords, compact
-from runner.rescore import load_run
-from runner.store import SampleStore, key_of, latest
+from runner.run.compact import PreviousRecords, TaskRecords, compact
+from runner.run.rescore import load_run
+from runner.run.store import SampleStore, key_of, latest
 
 
 def test_compact_records_give_the_metrics_of_the_full_ones(fake_llm, tmp_path):

@@ -17,11 +17,12 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from runner.benchmarks.base import Benchmark, Task
-from runner.build import build
+from runner.benchmarks.base import Benchmark
 from runner.config import instantiate
 from runner.errors import ConfigError
 from runner.models.litellm_model import Endpoint, endpoint_from_config
+from runner.run.build import build
+from runner.tasks.base import BaseTask
 
 GROUPS = ("benchmark", "model", "judges", "tracker")
 OPTIONS = [(group, path.stem) for group in GROUPS for path in sorted((CONF / group).glob("*.yaml"))]
@@ -110,7 +111,7 @@ def test_every_benchmark_option_builds_all_its_tasks(name: str) -> None:
     tasks = benchmark.build_tasks()
     assert [t.name for t in tasks] == list(cfg.benchmark.specs), "every task spec must build, in order"
     for spec_name, task in zip(cfg.benchmark.specs, tasks, strict=True):
-        assert isinstance(task, Task), spec_name
+        assert isinstance(task, BaseTask), spec_name
         assert type(task).__module__.startswith("runner."), spec_name
         assert f"{type(task).__module__}.{type(task).__name__}" == cfg.benchmark.specs[spec_name]._target_
     if cfg.benchmark.data_dir is not None:
@@ -131,7 +132,7 @@ def test_eve_benchmarks_offer_the_contract_task_names() -> None:
 def test_every_tracker_option_instantiates_without_starting(name: str) -> None:
     cfg = compose([f"tracker={name}"])
     tracker = instantiate(cfg.tracker, "tracker")
-    assert type(tracker).__module__.startswith("runner.tracking")
+    assert type(tracker).__module__.startswith("runner.outputs.tracking")
     for method in ("start", "log_task", "finish"):
         assert callable(getattr(tracker, method)), f"tracker={name} lacks {method}()"
 
@@ -318,8 +319,8 @@ def test_spec_without_target_is_rejected() -> None:
 
 
 def test_literal_api_key_is_masked_in_resolved_config() -> None:
-    from runner.app import resolved_config
-    from runner.redact import MASK
+    from runner.config.redact import MASK
+    from runner.run.app import resolved_config
 
     secret = "sk-" + "abcdefghijklmnopqrstuvwx123"  # built: no key-shaped literal in the repo
     cfg = compose([f"model.api_key={secret}"])
@@ -330,8 +331,8 @@ def test_literal_api_key_is_masked_in_resolved_config() -> None:
 
 
 def test_env_interpolated_api_key_resolves_and_is_masked(monkeypatch: pytest.MonkeyPatch) -> None:
-    from runner.app import resolved_config
-    from runner.redact import MASK
+    from runner.config.redact import MASK
+    from runner.run.app import resolved_config
 
     # Not shaped like any known key format: only the key name can tell it is a secret.
     secret = "plain-secret-value-0042"
@@ -344,8 +345,8 @@ def test_env_interpolated_api_key_resolves_and_is_masked(monkeypatch: pytest.Mon
 
 
 def test_shipped_env_keys_resolve_and_are_masked_for_model_and_judges(monkeypatch: pytest.MonkeyPatch) -> None:
-    from runner.app import resolved_config
-    from runner.redact import MASK
+    from runner.config.redact import MASK
+    from runner.run.app import resolved_config
 
     secrets = {"OPENAI_API_KEY": "openai-secret-111", "ANTHROPIC_API_KEY": "anthropic-secret-222",
                "MISTRAL_API_KEY": "mistral-secret-333"}
@@ -363,7 +364,7 @@ def test_shipped_env_keys_resolve_and_are_masked_for_model_and_judges(monkeypatc
 
 
 def test_unset_env_key_stays_null_and_visible(monkeypatch: pytest.MonkeyPatch) -> None:
-    from runner.app import resolved_config
+    from runner.run.app import resolved_config
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cfg = compose(["model=gpt-4o-mini"])
@@ -374,7 +375,7 @@ def test_unset_env_key_stays_null_and_visible(monkeypatch: pytest.MonkeyPatch) -
 def test_redacted_yaml_is_written_by_libyaml_or_omegaconf_with_the_same_content(tmp_path: Path) -> None:
     import enum
 
-    from runner.redact import MASK, write_redacted_yaml
+    from runner.config.redact import MASK, write_redacted_yaml
 
     class Mode(enum.Enum):
         RUN = 1

@@ -12,8 +12,8 @@ import pytest
 from conftest import EVE_SAMPLE, JUDGE_CORRECT, read_jsonl, run_in_process
 from fake_llm import FakeLLM
 
-from runner.accounting import closing_line, format_usd, parse_pricing, totals
 from runner.errors import ConfigError
+from runner.models.accounting import closing_line, format_usd, parse_pricing, totals
 from runner.models.cache import ResponseCache, request_key
 from runner.models.litellm_model import Endpoint, _import_litellm, endpoint_from_config
 
@@ -209,7 +209,7 @@ def test_closing_line_formats():
 def test_the_embedded_model_runs_here_and_costs_nothing(tmp_path):
     from conftest import compose
 
-    from runner.build import build
+    from runner.run.build import build
 
     built = build(compose(["tracker=none", "cache.enabled=false"]), tmp_path / "run")
     assert built.model is not None and built.model.price_known()

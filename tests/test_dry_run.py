@@ -116,7 +116,7 @@ def test_a_partial_run_dir_is_planned_for_its_unfinished_samples_only(fake_llm, 
     assert plan["endpoints"]["judge1"]["requests"] == plan["endpoints"]["judge2"]["requests"] == judged
 
     run_in_process(eve(fake_llm.base_url, run_dir), run_dir)
-    from runner.accounting import read_invocations  # results.json's usage adds up every invocation
+    from runner.models.accounting import read_invocations  # results.json's usage adds up every invocation
 
     last = read_invocations(run_dir)[-1]["usage"]
     assert {n: u["requests"] for n, u in last.items()} == {n: b["requests"] for n, b in plan["endpoints"].items()}
@@ -225,7 +225,7 @@ def test_an_entry_without_max_tokens_has_no_output_bound_and_no_cost_bound(fake_
 
 
 def test_cli_dry_run_sweep_writes_a_plan_per_job_and_nothing_else(fake_llm, tmp_path):
-    from runner.plan_report import sweep_plan
+    from runner.run.plan_report import sweep_plan
 
     sweep = tmp_path / "sweep"
     proc = cli(["-m", *win_rate(fake_llm.base_url, tmp_path / "unused"), "benchmark.orders=one,both",

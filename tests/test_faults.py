@@ -22,7 +22,7 @@ from conftest import ROOT, cli, fake_model_overrides, one_line_error, read_jsonl
 from fake_llm import FakeLLM
 
 from runner.models.litellm_model import Endpoint
-from runner.store import disk_error
+from runner.run.store import disk_error
 from runner.types import CURRENT_NOTES
 
 TASK = "mcqa_single_answer"

@@ -20,7 +20,7 @@ from conftest import (
     run_in_process,
 )
 
-from runner.accounting import INVOCATIONS, Invocation, merge_usage
+from runner.models.accounting import INVOCATIONS, Invocation, merge_usage
 
 WIN_RATE = ROOT / "tests" / "fixtures" / "win_rate"
 
@@ -125,7 +125,7 @@ def test_the_embedded_models_replies_come_from_the_cache_in_a_second_run(tmp_pat
 
 
 def test_the_cache_and_fingerprints_know_the_embedded_server_by_what_it_serves_not_its_port():
-    from runner.build import build
+    from runner.run.build import build
 
     cfg = compose(["tracker=none", "benchmark.tasks=[mcqa_single_answer]", "cache.enabled=false"])
     built = build(cfg, Path("/tmp/unused"))
@@ -196,7 +196,7 @@ def test_rescore_write_updates_the_summary_with_the_tasks(fake_llm, tmp_path):
 
 
 def test_the_report_chart_plots_each_tasks_headline_metric():
-    from runner.charts import headline_metrics
+    from runner.outputs.charts import headline_metrics
 
     rows = [{"benchmark": "eve", "task": "mcqa_multiple_answers", "metric": m, "value": v}
             for m, v in (("iou", 0.4), ("accuracy", 0.1))]
@@ -239,7 +239,7 @@ def test_mugen_with_the_embedded_text_only_model_is_refused_up_front(tmp_path):
 # --- 1. the demo says it is a demo ----------------------------------------------------------------
 
 def test_the_demo_panel_asks_its_own_rubrics_without_a_json_schema_and_others_keep_theirs():
-    from runner.build import build
+    from runner.run.build import build
 
     cfg = compose(["tracker=none", "cache.enabled=false"])
     built = build(cfg, Path("/tmp/unused"))
@@ -259,7 +259,7 @@ def test_the_demo_panel_asks_its_own_rubrics_without_a_json_schema_and_others_ke
 
 
 def test_a_demo_run_says_so_in_results_and_under_the_table(capsys):
-    from runner.display import Display
+    from runner.outputs.display import Display
 
     Display(enabled=False).table({"benchmark": "eve", "model": "smollm2-135m", "judges": ["smollm2-judge"],
                                   "demo": True, "demo_endpoints": ["smollm2-135m", "smollm2-judge"],
@@ -284,7 +284,7 @@ def test_the_embedded_judge_tells_a_refusal_from_an_answer(tmp_path):
     data.mkdir()
     rows = [json.loads(x) for x in (EVE_SAMPLE / "refusal.jsonl").read_text().splitlines()][:3]
     (data / "refusal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    from runner.app import run
+    from runner.run.app import run
 
     src = tmp_path / "src"
     (src / "samples").mkdir(parents=True)

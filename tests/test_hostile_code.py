@@ -18,13 +18,13 @@ import pytest
 import yaml
 from conftest import CONF, ROOT, TESTS, cli, fake_model_overrides, one_line_error, read_jsonl, run_in_process
 
+from runner.benchmarks.win_rate.reporter import chart_path
 from runner.config import hydra_callback_problem, instantiate, target_class
+from runner.config.paths import inside, name_problem
 from runner.errors import ConfigError
-from runner.paths import inside, name_problem
-from runner.prompts import check, render
-from runner.reporters.win_rate import chart_path
-from runner.store import SampleStore
-from runner.templates import load_template
+from runner.run.store import SampleStore
+from runner.tasks.prompts import check, render
+from runner.tasks.templates import load_template
 
 BENCH = TESTS / "fixtures" / "yaml_bench"
 
@@ -160,12 +160,12 @@ def test_ordinary_templates_render_the_same_in_both_loaders(tmp_path):
 def test_a_target_through_a_runner_modules_import_of_os_cannot_empty_a_file(fake_llm, user_dir, tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me\n")
-    scorer = (f"benchmark.specs.arithmetic.scorers=[{{_target_:runner.store.os.open,path:'{victim}',"
+    scorer = (f"benchmark.specs.arithmetic.scorers=[{{_target_:runner.run.store.os.open,path:'{victim}',"
               f"flags:{os.O_WRONLY | os.O_TRUNC}}}]")
     proc = yaml_run(fake_llm.base_url, user_dir, tmp_path / "run", "benchmark=arith", scorer)
     line = one_line_error(proc)
     assert proc.returncode == 2 and "benchmark.specs.arithmetic.scorers.0._target_" in line
-    assert "runner.store.os.open" in line and "module os" in line and "allow_code" in line
+    assert "runner.run.store.os.open" in line and "module os" in line and "allow_code" in line
     assert victim.read_text() == "keep me\n" and fake_llm.count == 0
 
 
@@ -182,11 +182,11 @@ def test_a_target_through_a_class_runner_imports_cannot_write_a_pth_file(fake_ll
 @pytest.mark.parametrize("target, why", [
     ("builtins.eval", "is outside runner"),
     ("runner.x.json.loads", "does not exist"),
-    ("runner.store.json.loads", "passes through the module json"),
-    ("runner.store.write_json", "is not a class"),
+    ("runner.run.store.json.loads", "passes through the module json"),
+    ("runner.run.store.write_json", "is not a class"),
     ("runner.config.allow_code", "is not a class"),
-    ("runner.task.Task.__init__", "is not a plain dotted class name"),
-    ("runner.store", "is a module"),
+    ("runner.tasks.task.Task.__init__", "is not a plain dotted class name"),
+    ("runner.run.store", "is a module"),
     ("runnerx.Thing", "is outside runner"),
 ])
 def test_targets_that_are_not_runner_classes_are_refused_before_anything_runs(tmp_path, target, why):
@@ -225,9 +225,9 @@ def _shipped_targets() -> list[str]:
 
 def test_every_target_the_runner_ships_is_still_allowed():
     targets = _shipped_targets()
-    assert "runner.task.Task" in targets and "runner.report.SweepReport" in targets
+    assert "runner.tasks.task.Task" in targets and "runner.outputs.sweep_report.SweepReport" in targets
     assert {t: target_class(t)[1] for t in targets if target_class(t)[0] is None} == {}
-    assert target_class("runner.BaseTask")[0] is target_class("runner.benchmarks.base.Task")[0]  # a re-export
+    assert target_class("runner.BaseTask")[0] is target_class("runner.tasks.base.BaseTask")[0]  # a re-export
 
 
 def test_an_allowed_package_is_held_to_the_same_rule():
@@ -252,11 +252,11 @@ def test_an_allowed_package_is_held_to_the_same_rule():
     ["+hydra.callbacks.x._target_=os.system", "+hydra.callbacks.x._args_=[id]"],
     ["+hydra.callbacks.x._target_=omegaconf.OmegaConf.save"],
     ["+hydra.callbacks.x._target_=runner.config.schema.OmegaConf"],
-    ["hydra.callbacks.report._target_=runner.store.write_json"],
+    ["hydra.callbacks.report._target_=runner.run.store.write_json"],
     ["hydra.callbacks={x:{_target_:os.system}}"],
     ["hydra={callbacks:{x:{_target_:os.system}}}"],
-    ["++hydra.callbacks.report={_target_:runner.report.SweepReport,x:[{_target_:runner.store.write_json}]}"],
-    ["-m", "hydra.callbacks.report._target_=runner.report.SweepReport,os.system"],
+    ["++hydra.callbacks.report={_target_:runner.outputs.sweep_report.SweepReport,x:[{_target_:runner.run.store.write_json}]}"],
+    ["-m", "hydra.callbacks.report._target_=runner.outputs.sweep_report.SweepReport,os.system"],
     ["hydra.callbacks.report._target_=${oc.env:EVIL}"],
     ["+hydra.callbacks.x._target_=runner.config.RunnerConfig"],
     ["+benchmark@hydra.callbacks.x=eve"],
@@ -269,7 +269,7 @@ def test_callback_overrides_hydra_would_build_are_refused(args):
 
 @pytest.mark.parametrize("args", [
     [], ["model=local", "benchmark=eve", "-m", "seed=1,2"], ["-cd", "/somewhere", "benchmark=eve"],
-    ["hydra.callbacks.report._target_=runner.report.SweepReport"], ["~hydra.callbacks.report"],
+    ["hydra.callbacks.report._target_=runner.outputs.sweep_report.SweepReport"], ["~hydra.callbacks.report"],
     ["hydra.run.dir=/tmp/x", "'benchmark.tasks=[a,b]'"],
 ])
 def test_other_overrides_and_the_runners_own_callback_pass(args):

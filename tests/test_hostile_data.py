@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import TESTS, cli, fake_model_overrides, one_line_error, read_jsonl, run_in_process, write_jsonl
 
-from runner.envs.mcp_env import MCPSession, ServerSpec
+from runner.benchmarks.vakra.mcp_env import MCPSession, ServerSpec
 from runner.errors import DataError
 
 FLAKY = TESTS / "fixtures" / "flaky_mcp_server.py"
@@ -263,7 +263,7 @@ def test_in_agent_mode_a_hung_tool_is_never_the_model_s_answer_but_an_error(fake
 
 
 def test_rescore_scores_only_the_run_s_selection_after_a_rerun_with_a_lower_limit_and_fewer_tasks(fake_llm, tmp_path):
-    from runner.rescore import rescored
+    from runner.run.rescore import rescored
 
     data = tmp_path / "data"
     write_jsonl(data / "mcqa_single_answer.jsonl", mcq_rows(20, [f"q{i}" for i in range(20)]))

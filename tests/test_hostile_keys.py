@@ -21,9 +21,8 @@ from aiohttp import web
 from conftest import EVE_SAMPLE, JUDGE_CORRECT, cli, run_in_process, write_jsonl
 from fake_llm import FakeLLM, _error, _match_text
 
-import runner.redact as redact_module
-from runner.errors import ConfigError
-from runner.redact import (
+import runner.config.redact as redact_module
+from runner.config.redact import (
     MASK,
     install_log_redaction,
     is_secret_env,
@@ -32,6 +31,7 @@ from runner.redact import (
     redact_text,
     write_redacted_yaml,
 )
+from runner.errors import ConfigError
 
 # Built at run time, new for every session: no key-shaped literal sits in the repo, and no fixture or cache
 # can hold one by chance. A prefix-less hex key is what only the name rules, the environment scan or the

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, TESTS, cli, fake_model_overrides, one_line_error, read_jsonl
 
-from runner.accounting import closing_line
 from runner.errors import BrokenInstall, repeating_fault
+from runner.models.accounting import closing_line
 
 BENCH = ROOT / "tests" / "fixtures" / "yaml_bench"
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from conftest import compose, fake_model_overrides, read_jsonl, run_in_process, write_jsonl
 
-from runner.benchmarks.base import Context
-from runner.benchmarks.lazy_samples import LazySamples
-from runner.build import build
 from runner.errors import DataError
-from runner.pipeline import plan
-from runner.sources import BAD_ROW, JsonlRows
-from runner.store import SampleStore
+from runner.run.build import build
+from runner.run.pipeline import plan
+from runner.run.store import SampleStore
+from runner.tasks.base import Context
+from runner.tasks.lazy_samples import LazySamples
+from runner.tasks.sources import BAD_ROW, JsonlRows
 from runner.types import Sample
 
 

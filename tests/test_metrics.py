@@ -8,19 +8,19 @@ from typing import Any
 import pytest
 from conftest import compose
 
-from runner.benchmarks.base import Task
 from runner.config import instantiate
 from runner.metrics.core import binary_classification, iou, judge_panel_metrics, majority_vote, mean, stderr, unanimous
-from runner.metrics.records import task_result
+from runner.metrics.results import task_result
+from runner.tasks.base import BaseTask
 from runner.types import Judgement, SampleRecord
 
 approx = pytest.approx
 
 
-def eve_task(name: str) -> Task:
+def eve_task(name: str) -> BaseTask:
     """An EVE task as its YAML builds it (conf/task/eve/<name>.yaml)."""
     benchmark = instantiate(compose(["benchmark=eve", f"benchmark.tasks=[{name}]"]).benchmark, "benchmark")
-    task: Task = benchmark.build_tasks()[0]
+    task: BaseTask = benchmark.build_tasks()[0]
     return task
 
 # --------------------------------------------------------------------------- mean / stderr

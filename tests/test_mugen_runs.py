@@ -15,7 +15,7 @@ from conftest import TESTS, fake_model_overrides, read_jsonl, run_in_process
 
 from runner.benchmarks.mugen.choice import read_choice
 from runner.errors import DataError
-from runner.provenance import rows_sha256
+from runner.run.provenance import rows_sha256
 
 PREDICTIONS = TESTS / "fixtures" / "mugen" / "predictions"
 LINES_FORMAT = "Explanation: <one or two sentences"

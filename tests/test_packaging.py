@@ -86,7 +86,8 @@ def test_the_wheel_holds_the_config_tree_but_no_machine_settings(wheel):
 
 def test_the_installed_runner_is_the_wheel_not_the_clone(venv, tmp_path):
     proc = run([str(venv / "python"), "-c",
-                "import runner, runner.paths; print(runner.__file__); print(runner.paths.conf_dir())"], tmp_path)
+                "import runner, runner.config.paths; print(runner.__file__); "
+                "print(runner.config.paths.conf_dir())"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     module, conf = (Path(line) for line in proc.stdout.split())
     assert module.is_relative_to(venv.parent) and conf == module.parent / "conf"
@@ -138,12 +139,12 @@ def test_an_installed_runner_names_no_git_commit_even_when_its_venv_sits_in_a_re
                     "-m", "some project"], check=True, capture_output=True)
     try:
         proc = run([str(venv / "python"), "-c",
-                    "import json, pathlib; from runner.app import provenance; "
+                    "import json, pathlib; from runner.run.app import provenance; "
                     "print(json.dumps(provenance(pathlib.Path('.'))))"], tmp_path)
     finally:
         shutil.rmtree(venv.parent.parent / ".git")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["git"] == {}
-    from runner.app import provenance  # from the clone: the clone's commit
+    from runner.run.app import provenance  # from the clone: the clone's commit
 
     assert provenance(tmp_path)["git"]["commit"]

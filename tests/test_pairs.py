@@ -126,7 +126,7 @@ def test_two_run_dirs_are_paired_by_sample_id_over_the_samples_both_have(fake_ll
                                f"benchmark.data_dir={EVE_SAMPLE}", "benchmark.tasks=[mcqa_single_answer]",
                                f"benchmark.limit={limit}", "tracker=none", "progress=false", "cache.enabled=false",
                                f"hydra.run.dir={runs / model}"], runs / model)
-    from runner.report import write_report
+    from runner.outputs.sweep_report import write_report
 
     report = write_report(runs)
     (row,) = report["pairs"]
@@ -185,7 +185,7 @@ def test_report_of_runs_without_config_or_samples_notes_them(tmp_path):
                 "n": 4, "metrics": {"accuracy": value}, "ci": {"accuracy": ci}}}}))
     (runs / "d").mkdir()
     (runs / "d" / "results.json").write_text("{not json")
-    from runner.report import main
+    from runner.outputs.sweep_report import main
 
     assert main([str(runs)]) == 0
     rows = read_csv(runs / "report" / "comparison.csv")

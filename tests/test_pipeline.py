@@ -91,7 +91,7 @@ def test_every_eve_task_end_to_end_matches_metrics_computed_from_the_data(fake_l
     assert tasks["refusal"]["n_invalid"] == 0 and tasks["open_ended_w_context"]["n_invalid"] == 0
 
     # Every metric is recomputable from the samples files alone.
-    from runner.rescore import rescore
+    from runner.run.rescore import rescore
 
     assert rescore(tmp_path / "run") == tasks
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import EVE_SAMPLE, compose
 
 from runner.config import instantiate
-from runner.provenance import data_block, rows_sha256
+from runner.run.provenance import data_block, rows_sha256
 
 
 def test_the_digest_is_sha256_over_canonical_json_lines() -> None:

@@ -144,7 +144,7 @@ def test_a_used_up_quota_is_not_a_rate_limit_it_stops_at_once(fake_llm) -> None:
 
 
 def test_the_progress_line_names_the_endpoints_held_below_their_ceiling() -> None:
-    from runner.pipeline import in_flight_levels
+    from runner.run.pipeline import in_flight_levels
 
     busy, free = Endpoint(name="gpt", model="openai/x", concurrency=64), Endpoint(name="judge", model="openai/y",
                                                                               concurrency=4, adaptive=False)

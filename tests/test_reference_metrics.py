@@ -211,6 +211,6 @@ def test_open_ended_with_reference_metrics_end_to_end(fake_llm, tmp_path, librar
     latest = {r["id"]: r for r in recs}  # later lines supersede earlier ones
     assert len(recs) == 8 and all("bertscore_f1" in r["scores"] for r in latest.values())
 
-    from runner.rescore import rescore
+    from runner.run.rescore import rescore
 
     assert rescore(Path(tmp_path / "run")) == results["tasks"]

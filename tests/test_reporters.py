@@ -11,15 +11,15 @@ import pytest
 from conftest import ROOT, cli, compose, one_line_error
 
 from runner.benchmarks.base import Benchmark
+from runner.benchmarks.mugen.reporter import MugenReporter
 from runner.benchmarks.mugen.task import MugenTask
+from runner.benchmarks.vakra.reporter import VakraReporter
 from runner.benchmarks.vakra.task import DomainTask
+from runner.benchmarks.win_rate.reporter import WinRateReporter
 from runner.benchmarks.win_rate.task import PairwiseTask
 from runner.config import instantiate
 from runner.errors import ConfigError
-from runner.reporters import Reporter
-from runner.reporters.mugen import MugenReporter
-from runner.reporters.vakra import VakraReporter
-from runner.reporters.win_rate import WinRateReporter
+from runner.outputs.reporter import Reporter
 from runner.types import TaskResult, Usage
 
 PAIR = ["benchmark=win_rate", "benchmark.model_a=[{name:x,file:a.csv}]", "benchmark.model_b=[{name:y,file:b.csv}]"]
@@ -42,10 +42,11 @@ def test_tasks_leave_files_and_console_lines_to_the_reporters(task):
 
 
 def test_no_benchmark_module_prints():
-    # fixture.py is a command-line tool that writes an offline data dir; it is never part of a run.
+    # fixture.py is a command-line tool that writes an offline data dir; it is never part of a run. A
+    # benchmark's reporter.py prints its own lines, after aggregation: the one module that may.
     for package in ("mugen", "vakra", "win_rate"):
         for path in sorted((ROOT / "runner" / "benchmarks" / package).glob("*.py")):
-            if path.name != "fixture.py":
+            if path.name not in ("fixture.py", "reporter.py"):
                 assert "print(" not in path.read_text(encoding="utf-8"), path
 
 

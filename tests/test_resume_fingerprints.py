@@ -19,7 +19,7 @@ from conftest import (
 )
 
 from runner.errors import ConfigError
-from runner.fingerprint import PARTS, changed, fingerprint, split
+from runner.run.fingerprint import PARTS, changed, fingerprint, split
 
 
 def judge(name: str, url: str) -> str:
@@ -57,7 +57,7 @@ def test_fingerprint_parts_are_named_and_compared_part_by_part():
 def test_digests_do_not_depend_on_memory_addresses():
     import functools
 
-    from runner.fingerprint import digest
+    from runner.run.fingerprint import digest
 
     def fetch(index: int) -> bytes:
         return b""
@@ -143,8 +143,8 @@ def test_an_unknown_resume_mode_is_a_config_error(fake_llm, tmp_path):
 def test_the_seed_is_part_of_the_fingerprint_only_where_it_decides_the_record():
     from conftest import compose
 
-    from runner.benchmarks.base import Context
     from runner.config import instantiate
+    from runner.tasks.base import Context
     from runner.types import Sample
 
     sample = Sample(id=0, input="q", target="A", choices=("x", "y"))

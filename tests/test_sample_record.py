@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, fields
 
-from runner.store import dumps
+from runner.run.store import dumps
 from runner.types import Judgement, SampleRecord
 
 

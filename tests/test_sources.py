@@ -10,7 +10,7 @@ from test_pipeline import scripted_reply
 from test_wandb_tracker import read_offline_run
 
 from runner.errors import DataError
-from runner.sources import load_dataset_rows, load_rows
+from runner.tasks.sources import load_dataset_rows, load_rows
 
 
 def _hub_layout(tmp_path, task: str):

@@ -251,7 +251,7 @@ def test_hallucination_spans_end_to_end_matches_metrics_computed_from_the_data(f
     assert records[0]["reference"] == {"hard_labels": [[24, 41]],
                                        "soft_labels": [{"start": 24, "end": 41, "prob": 0.95}]}
 
-    from runner.rescore import rescore
+    from runner.run.rescore import rescore
 
     assert rescore(tmp_path / "run") == results["tasks"]
 

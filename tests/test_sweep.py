@@ -14,7 +14,7 @@ from test_cli import SECRET, cli
 from test_wandb_tracker import read_offline_run
 
 from runner.metrics.paired import paired_difference
-from runner.report import sweep_group
+from runner.outputs.sweep_report import sweep_group
 
 
 def reply(body: dict[str, Any]) -> str:
@@ -209,7 +209,7 @@ def test_report_command_reads_any_folder_of_runs(tmp_path):
         "benchmark": "eve", "model": "x", "judges": [], "usage": {"x": {"role": "model", "cost": 0.25}},
         "tasks": {"mcqa_single_answer": {"n": 4, "metrics": {"accuracy": 0.75, "f1": None},
                                          "stderr": {"accuracy": 0.25}, "ci": {"accuracy": [0.3, 0.95], "f1": None}}}}))
-    from runner.report import main
+    from runner.outputs.sweep_report import main
 
     assert main([str(tmp_path / "runs")]) == 0
     with open(tmp_path / "runs" / "report" / "comparison.csv", newline="") as handle:
@@ -224,7 +224,7 @@ def test_report_command_reads_any_folder_of_runs(tmp_path):
 
 
 def test_final_table_has_a_ci_column_a_dash_for_no_interval_and_the_panels_kappa(capsys):
-    from runner.display import Display
+    from runner.outputs.display import Display
 
     Display(enabled=False).table({"benchmark": "eve", "model": "x", "tasks": {
         "open_ended": {"n": 5, "n_invalid": 0, "n_errors": 0,

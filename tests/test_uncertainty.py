@@ -15,7 +15,7 @@ import test_win_rate as win_rate
 from conftest import run_in_process
 from scipy.stats import binomtest
 
-from runner.rescore import rescore
+from runner.run.rescore import rescore
 
 JUDGE_STATS_KEYS = {"n", "fleiss_kappa", "fleiss_kappa_ci", "cohen_kappa", "cohen_kappa_ci", "invalid_rate"}
 

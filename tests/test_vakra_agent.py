@@ -15,8 +15,8 @@ from conftest import cli, one_line_error, read_jsonl, run_in_process
 from test_vakra_run import BUNDLED, DATA, overrides, records, scripted_judge
 
 from runner.benchmarks.vakra.agent import conversation
+from runner.benchmarks.vakra.mcp_env import Tool
 from runner.benchmarks.vakra.shortlist import bm25_scores, shortlist
-from runner.envs.mcp_env import Tool
 from runner.errors import ConfigError
 from runner.metrics.reference import embedding_available
 

@@ -14,9 +14,9 @@ import pytest
 from conftest import ROOT
 
 from runner.benchmarks.vakra.dialogues import Call
+from runner.benchmarks.vakra.mcp_env import MCPSession, ServerSpec, ServerStartError
 from runner.benchmarks.vakra.replay import Replayer, ReplayFault
 from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable, server_entry, server_spec
-from runner.envs.mcp_env import MCPSession, ServerSpec, ServerStartError
 
 BUNDLED = ROOT / "runner" / "benchmarks" / "vakra" / "bundled"
 

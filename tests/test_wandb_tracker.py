@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from runner.tracking.wandb_tracker import WandbTracker, resolve_mode, table_columns_and_rows
+from runner.outputs.tracking.wandb_tracker import WandbTracker, resolve_mode, table_columns_and_rows
 
 SECRET = "sk-test-do-not-log-0123456789"
 
@@ -186,7 +186,7 @@ def _run_once(run_dir: Path, name: str, *, failed: bool = False, **kwargs: Any) 
 def test_offline_run_records_config_metrics_table_and_artifact(
         offline_env: Path, caplog: pytest.LogCaptureFixture) -> None:
     run_dir = offline_env / "outputs" / "run1"
-    with caplog.at_level(logging.INFO, logger="runner.tracking"):
+    with caplog.at_level(logging.INFO, logger="runner.outputs.tracking"):
         sync_dir = _run_once(run_dir, "eve-qwen")
     assert sync_dir.parent == run_dir / "wandb"
     run_id = (run_dir / "wandb-run-id").read_text().strip()
@@ -323,7 +323,7 @@ def test_a_cut_samples_table_says_so(offline_env: Path, caplog: pytest.LogCaptur
 
 
 def test_importing_the_module_does_not_import_wandb() -> None:
-    code = ("import sys, runner.tracking.wandb_tracker as m; m.WandbTracker(); "
+    code = ("import sys, runner.outputs.tracking.wandb_tracker as m; m.WandbTracker(); "
             "assert 'wandb' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
 

@@ -346,7 +346,7 @@ def test_outputs_results_summary_metrics_csvs_and_chart(fake_llm, tmp_path):
 
 
 def test_records_show_each_judges_order_verdict_and_explanation_in_the_samples_table(fake_llm, tmp_path):
-    from runner.tracking.wandb_tracker import table_columns_and_rows
+    from runner.outputs.tracking.wandb_tracker import table_columns_and_rows
 
     _, records, _ = run(fake_llm, tmp_path, ["judge1"])
     rec = by_id(records)[0]
@@ -386,7 +386,7 @@ def test_judges_get_the_reference_only_when_asked_and_a_json_schema_for_the_winn
 
 
 def test_every_metric_is_recomputed_from_the_samples_and_a_rerun_asks_nothing(fake_llm, tmp_path):
-    from runner.rescore import rescore
+    from runner.run.rescore import rescore
 
     results, _, run_dir = run(fake_llm, tmp_path, ["judge1", "judge2"], "benchmark.orders=both")
     assert rescore(run_dir) == results["tasks"]

@@ -17,9 +17,9 @@ from conftest import EVE_SAMPLE, ROOT, cli, fake_model_overrides, one_line_error
 from fake_llm import FakeLLM
 from test_pipeline import scripted_reply
 
-from runner import workers
 from runner.models.litellm_model import Endpoint
-from runner.store import read_records
+from runner.run import workers
+from runner.run.store import read_records
 
 TASKS = "[mcqa_single_answer,hallucination_detection,open_ended]"
 PRICED = "model.pricing={input_per_mtok:1.5,output_per_mtok:2.5}"

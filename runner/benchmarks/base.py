@@ -1,209 +1,23 @@
-"""Benchmark and Task types: a benchmark turns data into samples; a task asks and scores one sample.
-
-Constructors stay light (they only keep config); data is read in `Benchmark.load`.
-"""
+"""`Benchmark`: turns a benchmark's data into each task's samples (`load`), builds its tasks from their specs
+and makes the run's summary. Constructors stay light (they only keep config); data is read in `load`."""
 
 from __future__ import annotations
 
 import difflib
 from array import array
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from runner.benchmarks.lazy_samples import LazySamples
 from runner.config import instantiate
 from runner.errors import ConfigError, DataError
-from runner.provenance import RowsDigest
-from runner.sources import BAD_ROW, load_rows, local_task_file
-from runner.store import record_key
-from runner.types import Sample, SampleRecord, TaskResult
-
-if TYPE_CHECKING:
-    from runner.judges.panel import Panel
-    from runner.models.litellm_model import Endpoint
-
-ID_COLUMNS = ("id", "uuid", "qid", "ID", "Id")
-
-
-def sample_id(row: Mapping[str, Any], index: int) -> Any:
-    """The dataset's own id where the row has one, else the 0-based row index."""
-    for col in ID_COLUMNS:
-        value = row.get(col)
-        if value is not None and value != "":
-            return value
-    return index
-
-
-class UniqueIds:
-    """The sample ids of one task's data, checked to be unique before anything is asked.
-
-    The samples files keep one record per id, so two rows under one id would both be asked and paid for
-    while the results counted one. Ids compare as text, as the samples files key records (`record_key`):
-    2 and "2" are the same id. A repeat is a DataError (exit 2) naming the file, the first repeated ids and
-    their rows (0-based, in data order).
-    """
-
-    SHOWN = 3
-    """Repeated ids named in the message; the rest are counted."""
-
-    def __init__(self, where: str) -> None:
-        self.where = where
-        self._first: dict[str, int] = {}
-        self._repeats: dict[str, list[int]] = {}
-        """Text of a repeated id -> its rows."""
-
-    def add(self, sample_id: Any, row: int) -> None:
-        key = record_key(sample_id)
-        first = self._first.setdefault(key, row)
-        if first != row:
-            self._repeats.setdefault(key, [first]).append(row)
-
-    def check(self) -> None:
-        """DataError if an id was added from two rows; then forgets the ids (they are not needed after load)."""
-        repeats, self._first = list(self._repeats.items()), {}
-        if not repeats:
-            return
-        shown = "; ".join(f"id {key} at rows {', '.join(map(str, rows))}" for key, rows in repeats[:self.SHOWN])
-        more = f"; and {len(repeats) - self.SHOWN} more repeated id(s)" if len(repeats) > self.SHOWN else ""
-        raise DataError(f"{self.where}: {len(repeats)} sample id(s) repeated ({shown}{more}; rows 0-based in data "
-                        "order); each row must have its own id (the samples files keep one record per id), so "
-                        "remove the repeated rows or give them ids of their own")
-
-
-def require(row: Mapping[str, Any], *columns: str) -> None:
-    """Fail this row (not the run) when a column the task needs is missing or null."""
-    missing = [c for c in columns if row.get(c) is None]
-    if missing:
-        have = ", ".join(sorted(str(k) for k in row)) or "none"
-        raise ValueError(f"row is missing column(s) {', '.join(missing)} (columns present: {have})")
-
-
-@dataclass
-class Context:
-    """What a task may use while evaluating a sample."""
-
-    model: Endpoint | None
-    panel: Panel | None
-    seed: int = 0
-    run_dir: Path | None = None
-    epochs: int = 1
-    """How many times each sample is asked (the run's `epochs`)."""
-    previous: dict[str, Mapping[str, dict[str, Any]]] = field(default_factory=dict)
-    """Records kept from earlier runs into the same run dir, by task and sample id (`record_key`), read
-    once by the pipeline before this run appends any: e.g. a reply to judge again instead of re-asking. Only
-    the samples this run asks again are there, read from the samples file when looked up."""
-
-
-@dataclass
-class Loaded:
-    """One task's data: few-shot examples (never scored), samples to score, and rows that failed."""
-
-    shots: list[Sample]
-    samples: Sequence[Sample]
-    """In loaded order; a planned job finds its sample by its place here (`Job.index`)."""
-    bad: list[tuple[Any, str]] = field(default_factory=list)
-    """(id, error) for rows that could not become samples; recorded as errors."""
-    data: dict[str, Any] | None = None
-    """Where the rows came from and a digest of those used (runner/provenance.py): results.json `data`."""
-    later: LazySamples | None = None
-    """The same samples, each built again from its row when asked for: what `samples` becomes once the run
-    is planned (runner/benchmarks/lazy_samples.py). None: the data cannot be read again by row."""
-    skipped: str | None = None
-    """Why the benchmark leaves this task out (its summary says so): no sample to ask is then no error."""
-    dropped: int = 0
-    """Samples whose prompt could not be built: moved to `bad` by the plan, left in `samples` so that the
-    places of the others stay as planned."""
-
-    def held(self, sample: Sample) -> Sample | None:
-        """What a planned job keeps of its sample: nothing where it can be built again from its row."""
-        return None if self.later is not None else sample
-
-    def rebuild_from_rows(self) -> None:
-        """Once every job is made: `samples` become the ones built again from their rows, where they can be."""
-        if self.later is not None:
-            self.samples, self.later = self.later, None
-
-    def release(self) -> None:
-        """Once the jobs are handed on: the loaded samples can go, where the jobs hold their own."""
-        if not isinstance(self.samples, LazySamples):
-            self.samples = []
-
-
-class Task:
-    """How one task asks a sample and scores the reply. Subclasses implement the three hooks."""
-
-    needs_model = True
-    needs_judges = False
-    headline = "accuracy"
-    """The metric the run summary and the final table lead with."""
-    spec: Mapping[str, Any] = {}
-    """The task's YAML entry as configured (set by the benchmark); part of every record's fingerprint."""
-    seeded = False
-    """Whether the run's `seed` decides this task's records (a drawn order, a shuffle): then it is part of
-    their fingerprint, so a resume with another seed does not keep them."""
-
-    def __init__(self, name: str, dataset: str | None = None, split: str = "train", num_fewshot: int = 0,
-                 params: Mapping[str, Any] | None = None, revision: str | None = None) -> None:
-        self.name = name
-        self.dataset = dataset
-        self.split = split
-        self.revision = None if revision is None else str(revision)
-        """The hub dataset's revision (a commit sha or tag) to load; None: its default branch, as it is today."""
-        self.num_fewshot = int(num_fewshot or 0)
-        self.params = dict(params or {})
-
-    def to_sample(self, row: Mapping[str, Any], index: int) -> Sample:
-        """Map one dataset row to a Sample; raise ValueError (with the reason) for a bad row."""
-        raise NotImplementedError
-
-    async def evaluate(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> SampleRecord:
-        """Ask and score one sample. Call failures propagate; the pipeline records them as errors."""
-        raise NotImplementedError
-
-    def fingerprint_parts(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> dict[str, Any]:
-        """What decides this sample's record (runner/fingerprint.py): its data, the task's settings, and
-        the model and the judges where the task uses them. Subclasses add what else decides it."""
-        task: Any = {"spec": self.spec, "seed": ctx.seed} if self.seeded else self.spec
-        parts: dict[str, Any] = {"data": [asdict(sample), [asdict(s) for s in shots]], "task": task}
-        if self.needs_model and ctx.model is not None:
-            parts["model"] = ctx.model.describe(self.params)
-        if self.needs_judges and ctx.panel is not None:
-            parts["judges"] = {"panel": [j.describe() for j in ctx.panel.judges], "rubric": self.rubric_texts()}
-        return parts
-
-    def prepare(self, folders: Sequence[Path]) -> None:
-        """At build time: load and check what the task reads from disk (templates), so a typo stops the
-        run before any request. `folders` are where the benchmark's data lives (default: nothing)."""
-
-    def sample_scores(self, record: Mapping[str, Any]) -> dict[str, float]:
-        """A record's own value of each metric that is a mean over samples (for intervals and paired
-        comparisons); default: the record's numeric `scores`."""
-        scores = record.get("scores") or {}
-        return {k: float(v) for k, v in scores.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-
-    def rubric_texts(self) -> list[str]:
-        """The text of every judge prompt template this task uses (a changed rubric changes verdicts)."""
-        return []
-
-    def finished(self, record: Mapping[str, Any]) -> bool:
-        """Whether a record kept from an earlier run into the same run dir is done, so resume skips it.
-
-        Default: anything but an error. A task may ask again for more (e.g. invalid judgements).
-        """
-        return record.get("status") != "error"
-
-    async def close(self) -> None:
-        """After the last sample (also when the run stops early): release what `evaluate` started, such as
-        tool servers (default: nothing)."""
-
-    def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
-        """Metrics from the sample records alone (records with status `error` are left out of the metrics
-        and counted in n_errors/error_ids; see runner.metrics.records.task_result)."""
-        raise NotImplementedError
+from runner.run.provenance import RowsDigest
+from runner.tasks.base import BaseTask, Loaded, UniqueIds, sample_id
+from runner.tasks.lazy_samples import LazySamples
+from runner.tasks.sources import BAD_ROW, load_rows, local_task_file
+from runner.types import Sample, TaskResult
 
 
 class Benchmark:
@@ -231,9 +45,9 @@ class Benchmark:
         if self.limit is not None and self.limit < 0:
             raise ConfigError(f"benchmark.limit: must be a positive number of samples, got {self.limit}")
 
-    def build_tasks(self) -> list[Task]:
+    def build_tasks(self) -> list[BaseTask]:
         """Instantiate the selected task specs (each spec's `_target_` names its Task class)."""
-        tasks: list[Task] = []
+        tasks: list[BaseTask] = []
         for t in self.selected:
             task = instantiate(self.specs[t], f"benchmark.specs.{t}", name=t)
             spec = self.specs[t]
@@ -242,7 +56,7 @@ class Benchmark:
             tasks.append(task)
         return tasks
 
-    def load(self, task: Task) -> Loaded:
+    def load(self, task: BaseTask) -> Loaded:
         """Read the task's rows and split them into shots (the first K good rows) and samples."""
         rows = load_rows(task.name, task.dataset, task.split, self.data_dir, task.revision)
         k = task.num_fewshot if self.num_fewshot is None else self.num_fewshot
@@ -283,7 +97,7 @@ class Benchmark:
         return Loaded(shots=shots, samples=samples, bad=bad, data=used.block(source, revision),
                       later=LazySamples(task, rows, places))
 
-    def summary(self, tasks: Sequence[Task], results: Mapping[str, TaskResult]) -> dict[str, Any]:
+    def summary(self, tasks: Sequence[BaseTask], results: Mapping[str, TaskResult]) -> dict[str, Any]:
         """The `summary` block of results.json: each task's headline metric and their macro mean."""
         headline = {t.name: results[t.name].metrics.get(t.headline) for t in tasks if t.name in results}
         present = [v for v in headline.values() if v is not None]

@@ -14,8 +14,8 @@ from typing import (  # noqa: UP035 - OmegaConf needs typing generics
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from runner.paths import PACKAGE
-from runner.redact import redact_text
+from runner.config.paths import PACKAGE
+from runner.config.redact import redact_text
 
 log = logging.getLogger("runner")
 
@@ -49,11 +49,11 @@ class ModelConfig:
     rubrics: dict[str, Any] = field(default_factory=dict)
     """As a judge: the rubrics it asks in place of a task's own, by file name, e.g. `{judge_refusal.j2:
     {rubric: judge_refusal_small.j2, structured: false}}` (keys of the task's judged scorer). The embedded
-    demo judge needs questions a 135M model can answer (runner/build.py `panel_rubrics`)."""
+    demo judge needs questions a 135M model can answer (runner/run/build.py `panel_rubrics`)."""
     pricing: Any = None
     """`{input_per_mtok: X, output_per_mtok: Y}` (USD per million tokens): overrides litellm's prices.
     Typed Any because OmegaConf cannot merge a `model.pricing={...}` override into a null Optional[Dict];
-    runner/accounting.py `parse_pricing` checks it."""
+    runner/models/accounting.py `parse_pricing` checks it."""
 
 
 @dataclass
@@ -94,7 +94,7 @@ class AuditConfig:
     """Compare the judges with human labels at the end of the run (audit.json and audit.md)."""
 
     labels: str | None = None
-    """A JSONL or CSV file of `id`, `task`, `label` rows (runner/audit.py)."""
+    """A JSONL or CSV file of `id`, `task`, `label` rows (runner/outputs/audit.py)."""
 
 
 @dataclass
@@ -128,7 +128,7 @@ class RunnerConfig:
     rejudge: str | None = None
     """Set by `python -m runner.rejudge SRC`: the model's replies come from SRC's records, not the model."""
     dry_run: bool = False
-    """Send nothing: print what the run would send and cost, and write only plan.json (runner/dry_run.py)."""
+    """Send nothing: print what the run would send and cost, and write only plan.json (runner/run/dry_run.py)."""
     pricing_file: str | None = None
     """A JSON file in litellm's model-prices format, merged over litellm's price map for this run
     (accounting, dry runs, budgets); an entry's own `pricing` still wins (runner/models/prices.py)."""

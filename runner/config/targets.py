@@ -31,7 +31,7 @@ def _ours(name: str, packages: tuple[str, ...]) -> bool:
 def target_class(target: Any, packages: tuple[str, ...] | None = None) -> tuple[type | None, str]:
     """The class a `_target_` names, if it may be built: (class, "") or (None, why not).
 
-    A prefix check on the text is not enough: `runner.store.os.open` starts with `runner.` and is os.open,
+    A prefix check on the text is not enough: `runner.run.store.os.open` starts with `runner.` and is os.open,
     and `runner.config.OmegaConf.save` writes any file. So the target is resolved the way Hydra resolves it
     (modules imported, then attributes) and every step must stay in `packages` (runner and the run's
     `allow_code`): a module step must be the real submodule of that name (not a module some file imported,

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from runner.errors import ConfigError
 from runner.metrics.core import binary_classification, majority_vote, mean, unanimous
-from runner.metrics.records import judge_names
+from runner.metrics.results import judge_names
 from runner.types import Judgement
 
 Record = Mapping[str, Any]

@@ -1,6 +1,6 @@
 """Every metric with its interval, every panel with its reliability: a task's results block completed.
 
-A metric that is the mean of the samples' own values (`Task.sample_scores`) gets Wilson's interval when
+A metric that is the mean of the samples' own values (`BaseTask.sample_scores`) gets Wilson's interval when
 those values are 0/1, else a bootstrap of the mean; any other metric (F1, corpus BLEU, win rates, ...) a
 bootstrap that recomputes it with the task's own aggregation on resampled samples. All bootstraps are
 seeded, so the same records give the same intervals (`runner.rescore` reproduces them).
@@ -14,13 +14,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from runner.metrics.core import stderr
-from runner.metrics.records import judge_names
+from runner.metrics.results import judge_names
 from runner.types import TaskResult
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from runner.benchmarks.base import Task
+    from runner.tasks.base import BaseTask
 
 # numpy (and the bootstraps and kappas built on it) is imported only where a task needs a bootstrap or has
 # two judges: a run whose every interval is Wilson's (accuracy over 0/1 scores) never pays its import.
@@ -57,7 +57,7 @@ def _mean_values(own: Sequence[Mapping[str, float]], metric: str, value: float) 
     return values if values and math.isclose(sum(values) / len(values), value, abs_tol=1e-9) else None
 
 
-def intervals(task: Task, scored: Sequence[Record], metrics: Mapping[str, float | None], *, n_boot: int,
+def intervals(task: BaseTask, scored: Sequence[Record], metrics: Mapping[str, float | None], *, n_boot: int,
               seed: int, clusters: Sequence[Hashable] | None = None) -> dict[str, list[float] | None]:
     """A 95 % interval for every metric (None where the metric is None)."""
     out: dict[str, list[float] | None] = {m: None for m in metrics}
@@ -109,7 +109,7 @@ def panel_stats(scored: Sequence[Record], *, n_boot: int, seed: int) -> dict[str
     return judge_stats(verdicts, n_boot=n_boot, seed=seed)
 
 
-def with_uncertainty(task: Task, records: Sequence[Record], result: TaskResult, *, n_boot: int,
+def with_uncertainty(task: BaseTask, records: Sequence[Record], result: TaskResult, *, n_boot: int,
                      seed: int, epochs: int = 1) -> TaskResult:
     """`result` with `ci` for every metric and, where two or more judges graded, `judge_stats`; with
     several epochs, the intervals resample samples (all their epochs together: they are not independent)
@@ -126,7 +126,7 @@ def with_uncertainty(task: Task, records: Sequence[Record], result: TaskResult, 
                    stderr=_clustered_stderr(task, scored, result.stderr))
 
 
-def _clustered_stderr(task: Task, scored: Sequence[Record], stderrs: Mapping[str, float]) -> dict[str, float]:
+def _clustered_stderr(task: BaseTask, scored: Sequence[Record], stderrs: Mapping[str, float]) -> dict[str, float]:
     """Standard errors over the samples' means across their epochs (records of one sample are not
     independent draws): the stderr of the per-sample means."""
     sums: dict[str, dict[str, list[float]]] = {}

@@ -3,7 +3,7 @@
 Every call goes through `Endpoint.complete`: requests in flight per entry that follow the provider's rate
 limits (limiter.py), bounded retries with exponential backoff and jitter that honour Retry-After (429s
 slow the endpoint instead of using up a request's retries), a per-attempt timeout, the run's budget, the
-on-disk response cache (errors are never stored), and accounting (runner/accounting.py): a reply costs
+on-disk response cache (errors are never stored), and accounting (runner/models/accounting.py): a reply costs
 litellm's cost of it, or the entry's `pricing`; an unknown price is None, never 0; cache hits cost 0.
 """
 
@@ -16,9 +16,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.accounting import Stats, money, parse_pricing, priced, response_cost, token_count
+from runner.config.redact import redact_text
 from runner.errors import CallError, ConfigError, EndpointError, repeating_fault
 from runner.models import failures
+from runner.models.accounting import Stats, money, parse_pricing, priced, response_cost, token_count
 from runner.models.budget import Budget
 from runner.models.cache import ResponseCache, request_key
 from runner.models.direct_calls import DirectCalls
@@ -28,7 +29,6 @@ from runner.models.litellm_import import import_litellm as _import_litellm
 from runner.models.litellm_import import litellm_ready
 from runner.models.prices import in_use as price_file_in_use
 from runner.models.tool_calls import requested_calls
-from runner.redact import redact_text
 from runner.types import CURRENT_EPOCH, ModelOutput, Usage, clean_strings, clean_text, note
 
 log = logging.getLogger("runner.calls")
@@ -338,7 +338,7 @@ class Endpoint:
         return self._known
 
     def usage(self) -> dict[str, Any]:
-        """The results.json counts of this endpoint (runner/accounting.py `Stats.to_dict`)."""
+        """The results.json counts of this endpoint (runner/models/accounting.py `Stats.to_dict`)."""
         self.stats.settle(self.price)
         limiter = self._limiter
         return {**self.stats.to_dict(), "rate_limited": limiter.rate_limited if limiter else 0,

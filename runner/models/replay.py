@@ -8,7 +8,7 @@ from typing import Any
 
 from runner.errors import CallError, ConfigError
 from runner.models.litellm_model import Endpoint
-from runner.store import key_of
+from runner.run.store import key_of
 from runner.types import CURRENT_SAMPLE, ModelOutput, Usage
 
 

@@ -20,7 +20,7 @@ from runner.scorers.reading import read_reply
 from runner.types import Sample, Scored
 
 if TYPE_CHECKING:
-    from runner.benchmarks.base import Context
+    from runner.tasks.base import Context
 
 
 @dataclass

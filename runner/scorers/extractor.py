@@ -5,7 +5,7 @@ judge). It is asked only when the rules are not sure (runner.scorers.reading `Re
 always. Its prompt is prompts/extract_letters.j2 beside this file; its reply must be one JSON object
 {"letters": [...]} of valid letters (in a code fence or not), else nothing is read from it and the reply
 stays no answer. Its calls go through the run's call layer (`Endpoint.complete`: cache, retries, budget,
-accounting) under its entry's name; runner/build.py builds its endpoint (`bind_extractors`).
+accounting) under its entry's name; runner/run/build.py builds its endpoint (`bind_extractors`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from runner.config import plain
 from runner.errors import ConfigError
 from runner.solvers.chat import variables
-from runner.templates import Template, load_template
+from runner.tasks.templates import Template, load_template
 from runner.types import Sample
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class Extractor:
             raise ConfigError(f"{self.where}: a model entry ({{name: ..., model: ..., ...}}, as in conf/model/) or "
                               f"'{JUDGES}' (the run's first judge); got {spec!r}")
         self.endpoint: Endpoint | None = None
-        """Set by runner/build.py before any sample is scored."""
+        """Set by runner/run/build.py before any sample is scored."""
         self.template: Template | None = None
 
     def prepare(self) -> None:

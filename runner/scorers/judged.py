@@ -17,11 +17,11 @@ from runner.judges.parsers import Verdict, parse_binary, parse_grounded
 from runner.metrics.core import mean, unanimous
 from runner.metrics.named import VOTES, JudgePanel
 from runner.solvers.chat import variables
-from runner.templates import Template, load_template
+from runner.tasks.templates import Template, load_template
 from runner.types import Judgement, Sample, Scored
 
 if TYPE_CHECKING:
-    from runner.benchmarks.base import Context
+    from runner.tasks.base import Context
 
 BINARY_FORMAT = json_schema_format(
     "judgement", {"judgement": {"type": "string", "enum": ["correct", "incorrect"]},

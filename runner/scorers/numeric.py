@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from runner.types import Sample, Scored
 
 if TYPE_CHECKING:
-    from runner.benchmarks.base import Context
+    from runner.tasks.base import Context
 
 # A number as people write it: sign, thousands separators, decimals, exponent ("-1,234.5e3", ".5").
 _NUMBER = re.compile(r"(?<![\w.])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")

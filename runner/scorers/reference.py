@@ -13,7 +13,7 @@ from runner.metrics.reference import ReferenceScorer, check, metric_names
 from runner.types import Sample, Scored
 
 if TYPE_CHECKING:
-    from runner.benchmarks.base import Context
+    from runner.tasks.base import Context
 
 
 @dataclass(frozen=True)

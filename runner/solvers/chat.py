@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner.templates import Template, load_template
+from runner.tasks.templates import Template, load_template
 from runner.types import ModelOutput, Sample
 
 if TYPE_CHECKING:
-    from runner.benchmarks.base import Context
+    from runner.tasks.base import Context
 
 
 def letters(n: int) -> list[str]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.store import key_of
-from runner.view.records import Run
+from runner.run.store import key_of
 from runner.view.rows import Strings, default_score, pairwise_models, sample_row, score_keys
+from runner.view.run_data import Run
 
 
 def task_diff(name: str, a: list[dict[str, Any]], b: list[dict[str, Any]], block: dict[str, Any],

@@ -9,8 +9,8 @@ from typing import Any
 from runner.errors import DataError
 from runner.view.diff import diff_data
 from runner.view.page import relative_href, write_page
-from runner.view.records import Run, kind_of, read_run
 from runner.view.rows import Strings, task_view
+from runner.view.run_data import Run, kind_of, read_run
 from runner.view.sweep import sweep_data
 
 VIEW_DIR = "view"

@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from runner.redact import redact_text
+from runner.config.redact import redact_text
 
 PREFERRED_SCORES = ("accuracy", "judge_vote", "dialogue_score")
 """The per-sample value a task's samples are classed and sorted by, when the records have it: exact-match

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runner.view.records import read_results, run_dirs_below
+from runner.view.run_data import read_results, run_dirs_below
 
 log = logging.getLogger("runner.view")
 
@@ -50,7 +50,7 @@ def charts(folder: Path) -> list[dict[str, str]]:
 
 def _labels(jobs: list[tuple[Path, dict[str, Any]]], root: Path) -> list[str]:
     """Each job's name in the report (its model, else its run dir); the run dir is added where two agree."""
-    from runner.pairs import job_label
+    from runner.outputs.pairs import job_label
 
     labels = [job_label(root, run_dir / "results.json", results) for run_dir, results in jobs]
     return [f"{label} ({run_dir.name})" if labels.count(label) > 1 else label
@@ -60,7 +60,7 @@ def _labels(jobs: list[tuple[Path, dict[str, Any]]], root: Path) -> list[str]:
 def comparison(jobs: list[tuple[Path, dict[str, Any]]], labels: list[str], hrefs: list[str]) -> dict[str, Any]:
     """The report's rows (runner.report.rows_of, the numbers of comparison.csv) pivoted: one row per
     benchmark, task and metric, one column per job that has results."""
-    from runner.report import rows_of
+    from runner.outputs.sweep_report import rows_of
 
     columns: list[dict[str, Any]] = []
     table: dict[tuple[Any, Any, Any], list[dict[str, Any] | None]] = {}
@@ -75,7 +75,7 @@ def comparison(jobs: list[tuple[Path, dict[str, Any]]], labels: list[str], hrefs
 
 
 def _job(run_dir: Path, results: dict[str, Any], label: str, href: str, root: Path) -> dict[str, Any]:
-    from runner.report import cost_of
+    from runner.outputs.sweep_report import cost_of
 
     summary = results.get("summary")
     summary = summary if isinstance(summary, dict) else {}
@@ -89,7 +89,7 @@ def _job(run_dir: Path, results: dict[str, Any], label: str, href: str, root: Pa
 
 def sweep_data(root: Path, page_dir: Path, job_page: Callable[[Path], Path]) -> dict[str, Any]:
     """The sweep page's data; `job_page(run_dir)` writes a job's own page and returns its path."""
-    from runner.report import failed_jobs, write_report
+    from runner.outputs.sweep_report import failed_jobs, write_report
     from runner.view.page import relative_href
 
     jobs = [(run_dir, read_results(run_dir)) for run_dir in run_dirs_below(root)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runner.benchmarks.base import require, sample_id
+from runner.tasks.base import require, sample_id
 from runner.types import Sample
 
 

@@ -11,7 +11,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runner.benchmarks.base import Context, require, sample_id
 from runner.benchmarks.eve.span_metrics import (
     HARD_THRESHOLD,
     Quote,
@@ -22,11 +21,12 @@ from runner.benchmarks.eve.span_metrics import (
     score_sample,
     unparsed_scores,
 )
-from runner.benchmarks.generative import GenerativeTask
 from runner.judges.panel import json_schema_format
 from runner.judges.parsers import find_json_object
 from runner.metrics.core import mean
-from runner.metrics.records import task_result
+from runner.metrics.results import task_result
+from runner.tasks.base import Context, require, sample_id
+from runner.tasks.generative import GenerativeTask
 from runner.types import Sample, SampleRecord, Scored, TaskResult
 
 _QUOTE_WITH_CONFIDENCE = {"type": "object", "additionalProperties": False, "required": ["text", "confidence"],

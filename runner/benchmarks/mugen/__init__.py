@@ -4,5 +4,5 @@ benchmark.py (data, prediction folders, the summary), task.py (ask, judge), scor
 averages per dimension and overall), judging.py (strict and lenient judge readers), choice.py (reading
 a reply's chosen clip), prompting.py and audio.py (the audio request), predictions.py (reading the MUGEN
 layout), catalog.py (tasks and dimensions), fixture.py (a tiny offline data dir with generated audio),
-prompts/ (the Jinja templates). MUGEN's files and console lines: runner/reporters/mugen.py.
+prompts/ (the Jinja templates). MUGEN's files and console lines: runner/benchmarks/mugen/reporter.py.
 """

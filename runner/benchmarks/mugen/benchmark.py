@@ -20,15 +20,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from runner.benchmarks.base import Benchmark, Loaded, Task, UniqueIds, require
+from runner.benchmarks.base import Benchmark
 from runner.benchmarks.mugen.predictions import TaskPredictions, check_record, own_id, prediction_ids, scan
 from runner.benchmarks.mugen.scores import tally
 from runner.benchmarks.mugen.task import MugenTask
 from runner.errors import ConfigError, DataError
 from runner.metrics.intervals import wilson
-from runner.provenance import data_block
-from runner.sources import BAD_ROW, MissingSplit, local_task_file, open_dataset, read_jsonl
-from runner.store import record_key
+from runner.run.provenance import data_block
+from runner.run.store import record_key
+from runner.tasks.base import BaseTask, Loaded, UniqueIds, require
+from runner.tasks.sources import BAD_ROW, MissingSplit, local_task_file, open_dataset, read_jsonl
 from runner.types import Sample, TaskResult
 
 log = logging.getLogger("runner")
@@ -75,7 +76,7 @@ class MugenBenchmark(Benchmark):
         """One line per task folder, file or split that was skipped; also in the summary."""
         self._predictions: dict[str, TaskPredictions] = {}
 
-    def build_tasks(self) -> list[Task]:
+    def build_tasks(self) -> list[BaseTask]:
         """The selected tasks; judging a prediction folder, those of them that have a readable file there."""
         from runner.config import instantiate, plain
 
@@ -93,7 +94,7 @@ class MugenBenchmark(Benchmark):
                                 + (f" ({len(problems)} item(s) skipped, see above)" if problems else ""))
             self._predictions = {p.task: p for p in found}
             names = [t for t in names if t in self._predictions]
-        tasks: list[Task] = []
+        tasks: list[BaseTask] = []
         for t in names:
             task = instantiate(self.specs[t], f"benchmark.specs.{t}", name=t, split=self.split, **self.task_options)
             # What decides its records (part of their fingerprints): its entry and the benchmark's options.
@@ -108,7 +109,7 @@ class MugenBenchmark(Benchmark):
 
     # ------------------------------------------------------------------ data
 
-    def load(self, task: Task) -> Loaded:
+    def load(self, task: BaseTask) -> Loaded:
         assert isinstance(task, MugenTask)
         if self.prediction_dir:
             return self._load_predictions(task)
@@ -204,7 +205,7 @@ class MugenBenchmark(Benchmark):
 
     # ------------------------------------------------------------------ summary
 
-    def summary(self, tasks: Sequence[Task], results: Mapping[str, TaskResult]) -> dict[str, Any]:
+    def summary(self, tasks: Sequence[BaseTask], results: Mapping[str, TaskResult]) -> dict[str, Any]:
         """The base summary plus MUGEN's: micro `accuracy` over all judged samples, per-dimension micro
         averages keyed by full dimension name (dimensions with no task present are left out; one whose
         tasks judged nothing is null, as is `accuracy` when nothing was judged), the correct/judged counts

@@ -1,4 +1,4 @@
-"""The MUGEN prediction layout on disk: `<dir>/<Task>/output.json` in (runner/reporters/mugen.py
+"""The MUGEN prediction layout on disk: `<dir>/<Task>/output.json` in (runner/benchmarks/mugen/reporter.py
 writes `llm_judge_results.json` out).
 
 Reading is forgiving per folder and per file: a folder that is not a MUGEN task, that points outside
@@ -16,7 +16,7 @@ from typing import Any
 
 from runner.benchmarks.mugen.catalog import TASKS, name_hint
 from runner.errors import DataError
-from runner.store import record_key
+from runner.run.store import record_key
 
 
 @dataclass

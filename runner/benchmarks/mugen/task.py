@@ -3,7 +3,7 @@
 Scoring follows the paper: the judge reads the instruction, the gold option and the reply (text only)
 and says correct or incorrect; accuracy is correct / judged samples, an invalid judgement counting as
 wrong. Records keep MUGEN's fields (`extra.input`, `extra.Explanation`, `extra.Judgement`), so MUGEN's
-files and console lines come from the records alone (runner/reporters/mugen.py), and a resumed run asks
+files and console lines come from the records alone (runner/benchmarks/mugen/reporter.py), and a resumed run asks
 again only for samples that are not `ok` (failed calls and invalid judgements), reusing a reply already
 generated (the earlier record comes from the pipeline, `Context.previous`).
 """
@@ -19,7 +19,6 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from runner.benchmarks.base import Context, Task
 from runner.benchmarks.mugen import judging
 from runner.benchmarks.mugen.audio import Clip, load_clip
 from runner.benchmarks.mugen.catalog import CANDIDATE_COLUMNS, DIMENSION_OF, REFERENCE_COLUMN, hub_dataset, name_hint
@@ -28,9 +27,10 @@ from runner.benchmarks.mugen.prompting import PROMPTS, build_messages, letter_in
 from runner.errors import ConfigError
 from runner.judges.panel import json_schema_format
 from runner.metrics.core import majority_vote, mean
-from runner.metrics.records import task_result
-from runner.prompts import render
-from runner.store import record_key
+from runner.metrics.results import task_result
+from runner.run.store import record_key
+from runner.tasks.base import BaseTask, Context
+from runner.tasks.prompts import render
 from runner.types import Judgement, ModelOutput, Sample, SampleRecord, TaskResult, Usage
 
 log = logging.getLogger("runner")
@@ -45,7 +45,7 @@ _NULL_EXPLANATION = "The response is null: no option was chosen."
 _MISSING_EXPLANATION = "The record has no response: no option was chosen."
 
 
-class MugenTask(Task):
+class MugenTask(BaseTask):
     """A MUGEN task over `MUGEN-Benchmark/<name>` (generation) or a prediction file (judging only)."""
 
     needs_judges = True
@@ -62,7 +62,7 @@ class MugenTask(Task):
         self.predictions = bool(predictions)
         self.needs_model = not self.predictions
         self.needs_audio = self.needs_model
-        """The model under test hears audio clips (runner/build.py refuses a text-only embedded model)."""
+        """The model under test hears audio clips (runner/run/build.py refuses a text-only embedded model)."""
         self.strict = bool(strict)
         self.self_consistency = int(self_consistency)
         self.seeded = self.self_consistency > 1  # its candidate orders are shuffled from the seed

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from runner.benchmarks.vakra.coerce import parse_arguments
 from runner.benchmarks.vakra.dialogues import Call
+from runner.benchmarks.vakra.mcp_env import MCPSession, Tool
 from runner.benchmarks.vakra.replay import Outcome, Replayer, ReplayFault
 from runner.benchmarks.vakra.shortlist import Shortlist, shortlist
-from runner.envs.mcp_env import MCPSession, Tool
 from runner.errors import CallError
 from runner.types import Usage
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.benchmarks.vakra.agent import input_turns
-from runner.store import write_json
+from runner.run.store import write_json
 
 if TYPE_CHECKING:
     from runner.benchmarks.vakra.agent import Trajectory

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from runner.benchmarks.base import Benchmark, Loaded, Task
+from runner.benchmarks.base import Benchmark
 from runner.benchmarks.vakra.dialogues import CAPABILITIES
 from runner.benchmarks.vakra.policy import load_policy_judge
 from runner.benchmarks.vakra.report import summary
@@ -24,6 +24,7 @@ from runner.benchmarks.vakra.servers import StartLedger, preflight, server_entry
 from runner.benchmarks.vakra.shortlist import METHODS, resolve
 from runner.benchmarks.vakra.task import DomainTask, VakraSettings
 from runner.errors import ConfigError
+from runner.tasks.base import BaseTask, Loaded
 from runner.types import TaskResult
 
 MODES = ("replay", "agent")
@@ -122,7 +123,7 @@ class VakraBenchmark(Benchmark):
                               + (f" (did you mean '{hint[0]}'?)" if hint else "") + f"; domains: {', '.join(found)}")
         return self.wanted or found
 
-    def build_tasks(self) -> list[Task]:
+    def build_tasks(self) -> list[BaseTask]:
         """One DomainTask per domain, bound to the run's settings (nothing starts yet)."""
         from runner.config import instantiate, plain
 
@@ -141,7 +142,7 @@ class VakraBenchmark(Benchmark):
             ledger=StartLedger() if entry is not None else None, input_root=self.input_root,
             max_steps=self.max_steps, max_tools=self.max_tools, shortlist=resolve(self.shortlist),
             agent_concurrency=self.agent_concurrency)
-        tasks: list[Task] = []
+        tasks: list[BaseTask] = []
         for domain in domains:
             spec, where = (self.specs[domain], f"benchmark.specs.{domain}") if domain in self.specs else \
                 (self.task_spec, "benchmark.task")
@@ -159,11 +160,11 @@ class VakraBenchmark(Benchmark):
             tasks.append(task)
         return tasks
 
-    def load(self, task: Task) -> Loaded:
+    def load(self, task: BaseTask) -> Loaded:
         """The domain's dialogues (read and paired by the task itself)."""
         assert isinstance(task, DomainTask)
         return task.load()
 
-    def summary(self, tasks: Sequence[Task], results: Mapping[str, TaskResult]) -> dict[str, Any]:
+    def summary(self, tasks: Sequence[BaseTask], results: Mapping[str, TaskResult]) -> dict[str, Any]:
         """VAKRA's overall figures (missing predictions count as 0), plus error and invalid counts."""
         return summary({t.name: results[t.name] for t in tasks if t.name in results})

@@ -24,8 +24,8 @@ from typing import Any
 
 from runner.benchmarks.vakra.coerce import coerce_arguments, parse_arguments
 from runner.benchmarks.vakra.dialogues import Call, stored_responses, tool_calls
+from runner.benchmarks.vakra.mcp_env import MCPSession
 from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable
-from runner.envs.mcp_env import MCPSession
 
 RETRIEVER_PREFIX = "query_"
 SETUP_TOOL = "initialize_active_data"

@@ -1,5 +1,5 @@
 """VAKRA's figures from the dialogue records: per-domain results and the run summary (the VAKRA-shaped report
-file is written from them by runner/reporters/vakra.py).
+file is written from them by runner/benchmarks/vakra/reporter.py).
 
 Per domain (as VAKRA reports it): `num_samples` counts the ground-truth dialogues, `num_correct` sums the
 dialogue scores, `mean_dialogue_score` divides by the dialogues that were paired and scored (null when none

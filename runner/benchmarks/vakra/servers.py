@@ -21,7 +21,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from runner.envs.mcp_env import MCPSession, ServerSpec, ServerStartError, command_problem
+from runner.benchmarks.vakra.mcp_env import MCPSession, ServerSpec, ServerStartError, command_problem
 from runner.errors import ConfigError, EndpointError
 
 log = logging.getLogger("runner")

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from runner.envs.mcp_env import Tool
+from runner.benchmarks.vakra.mcp_env import Tool
 
 METHODS = ("auto", "embedding", "bm25")
 _K1, _B = 1.5, 0.75  # the usual BM25 constants

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.benchmarks.base import Context, Loaded, Task
 from runner.benchmarks.vakra.agent import Agent, AgentAborted, Trajectory
 from runner.benchmarks.vakra.agent_files import agent_turn, submission
 from runner.benchmarks.vakra.dialogues import RERUN, Call, DomainFiles, answer_text, gt_turns, pred_turn, read_domain
@@ -23,8 +22,9 @@ from runner.benchmarks.vakra.replay import DATA_TOOL, Outcome, Replayer
 from runner.benchmarks.vakra.report import domain_result
 from runner.benchmarks.vakra.scoring import RESPONSE_WINDOW, TurnScore, TurnScorer, aggregate
 from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable, StartLedger, server_spec
-from runner.prompts import render
-from runner.provenance import data_block
+from runner.run.provenance import data_block
+from runner.tasks.base import BaseTask, Context, Loaded
+from runner.tasks.prompts import render
 from runner.types import Sample, SampleRecord, TaskResult
 
 log = logging.getLogger("runner")
@@ -69,7 +69,7 @@ class VakraSettings:
         return self.input_root if self.input_root is not None else self.pred_root
 
 
-class DomainTask(Task):
+class DomainTask(BaseTask):
     """The dialogues of one domain (`<domain>.json` in gt_root and pred_root)."""
 
     needs_model = False

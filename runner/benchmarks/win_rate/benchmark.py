@@ -3,7 +3,7 @@
 No model under test is called; the judge panel compares the two answers to each question both files
 share. The pairing (inner join on the question) is reported: counts in `results.json` under
 `summary.pairs.<task>`, one log line, and every dropped row in `win_rate/dropped_<task>.csv` (written with
-the other CSVs and the chart by runner/reporters/win_rate.py).
+the other CSVs and the chart by runner/benchmarks/win_rate/reporter.py).
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from runner.benchmarks.base import Benchmark, Loaded, Task
+from runner.benchmarks.base import Benchmark
 from runner.benchmarks.win_rate.data import Outputs, pair_outputs, read_outputs
 from runner.benchmarks.win_rate.metrics import TIE
 from runner.benchmarks.win_rate.task import ORDERS, PairwiseTask
 from runner.errors import ConfigError
-from runner.provenance import data_block
+from runner.run.provenance import data_block
+from runner.tasks.base import BaseTask, Loaded
 from runner.types import Sample, TaskResult
 
 log = logging.getLogger("runner")
@@ -97,7 +98,7 @@ class WinRateBenchmark(Benchmark):
             self._outputs[key] = read_outputs(file)
         return self._outputs[key]
 
-    def load(self, task: Task) -> Loaded:
+    def load(self, task: BaseTask) -> Loaded:
         """Read both files, pair their rows by question, and log what the pairing dropped."""
         assert isinstance(task, PairwiseTask)
         pairing = pair_outputs(self._read(task.file_a), self._read(task.file_b))
@@ -116,7 +117,7 @@ class WinRateBenchmark(Benchmark):
                 for p in pairs]
         return Loaded(shots=[], samples=samples, data=data_block(f"{task.file_a} + {task.file_b}", None, used))
 
-    def summary(self, tasks: Sequence[Task], results: Mapping[str, TaskResult]) -> dict[str, Any]:
+    def summary(self, tasks: Sequence[BaseTask], results: Mapping[str, TaskResult]) -> dict[str, Any]:
         """The base summary (headline: each pair's `aggregate/<model_a>_alpaca_win_rate`), plus the pairing."""
         if not tasks:
             # Raised here, not at build time, because the generic config checks build every benchmark

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import DataError
-from runner.sources import BAD_ROW, read_jsonl
+from runner.tasks.sources import BAD_ROW, read_jsonl
 
 QUESTION_COLUMNS = ("Question", "doc\\.Question", "doc.Question", "doc\\\\.Question", "question")
 REFERENCE_COLUMNS = ("target", "Answer", "reference")

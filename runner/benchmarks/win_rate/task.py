@@ -16,14 +16,14 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from runner.benchmarks.base import Context, Task
 from runner.benchmarks.win_rate.data import Pairing, question_key
 from runner.benchmarks.win_rate.metrics import TIE, pairwise_metrics
 from runner.judges.panel import Panel, json_schema_format
 from runner.judges.parsers import parse_winner
-from runner.metrics.records import judge_names, task_result
+from runner.metrics.results import judge_names, task_result
 from runner.models.litellm_model import Endpoint
-from runner.prompts import render
+from runner.tasks.base import BaseTask, Context
+from runner.tasks.prompts import render
 from runner.types import Sample, SampleRecord, TaskResult, Usage
 
 ORDERS = ("one", "both")
@@ -43,7 +43,7 @@ def a_shown_first(seed: int, judge: str, question: str) -> bool:
     return digest[0] % 2 == 0
 
 
-class PairwiseTask(Task):
+class PairwiseTask(BaseTask):
     """Judge model A's answers against model B's, question by question, with every judge of the panel."""
 
     needs_model = False

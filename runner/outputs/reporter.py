@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from runner.benchmarks.base import Task
+    from runner.tasks.base import BaseTask
     from runner.types import TaskResult
 
 
@@ -17,5 +17,5 @@ class Reporter(Protocol):
     report, win-rate CSVs and charts), prints its own summary lines, and returns extra tables and images
     for the tracker (`Tracker.log_extra` keyword arguments), or None."""
 
-    def report(self, tasks: Sequence[Task], records: Mapping[str, list[dict[str, Any]]],
+    def report(self, tasks: Sequence[BaseTask], records: Mapping[str, list[dict[str, Any]]],
                results: Mapping[str, TaskResult], run_dir: Path) -> dict[str, Any] | None: ...

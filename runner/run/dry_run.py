@@ -1,5 +1,5 @@
 """`dry_run=true`: know the bill before paying it. After the run is composed, its data loaded and resume
-decided (runner/pipeline.py `plan`), every prompt the run would send is rendered, its input tokens counted
+decided (runner/run/pipeline.py `plan`), every prompt the run would send is rendered, its input tokens counted
 with litellm's tokenizer for the endpoint's model, and the plan is printed and written to `plan.json` in
 the run dir (the CONTRACT's Cost section). Nothing is sent, no server is started, nothing else is written.
 
@@ -23,20 +23,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.benchmarks.base import Task as BaseTask
-from runner.benchmarks.generative import GenerativeTask
 from runner.benchmarks.mugen.task import MugenTask
 from runner.benchmarks.vakra.task import DomainTask
 from runner.benchmarks.win_rate.task import PairwiseTask
-from runner.build import Built
 from runner.models.litellm_model import Endpoint, count_tokens
 from runner.models.replay import ReplayEndpoint
-from runner.pipeline import Plan
-from runner.prompts import render
+from runner.run.build import Built
+from runner.run.pipeline import Plan
+from runner.run.store import record_key, write_json
 from runner.scorers.extractor import Extractor
 from runner.solvers.chat import variables
-from runner.store import record_key, write_json
-from runner.task import Task
+from runner.tasks.base import BaseTask
+from runner.tasks.generative import GenerativeTask
+from runner.tasks.prompts import render
+from runner.tasks.task import Task
 from runner.types import Sample
 
 PLAN_FILE = "plan.json"

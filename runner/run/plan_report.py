@@ -1,4 +1,4 @@
-"""The plan of a whole `-m` sweep run with `dry_run=true`: every job's plan.json summed (runner/dry_run.py)."""
+"""The plan of a whole `-m` sweep run with `dry_run=true`: every job's plan.json summed (runner/run/dry_run.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from runner.dry_run import PLAN_FILE, print_plan, total_cost
+from runner.run.dry_run import PLAN_FILE, print_plan, total_cost
 
 log = logging.getLogger("runner.report")
 

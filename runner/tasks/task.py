@@ -4,7 +4,7 @@ needs a YAML file, a prompt file and a data file, and no Python.
 ```yaml
 specs:
   arithmetic:
-    _target_: runner.task.Task
+    _target_: runner.tasks.task.Task
     fields: {input: question, target: answer}         # row columns -> Sample (or rows: {_target_: ...})
     solver: {_target_: runner.solvers.chat.Chat, user: arithmetic.j2}
     scorers:                                           # a list, or named: {numeric: {...}, ...}
@@ -21,12 +21,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from runner.benchmarks.base import Context, require, sample_id
-from runner.benchmarks.base import Task as BaseTask
 from runner.config import instantiate, plain
 from runner.errors import ConfigError
 from runner.metrics.named import Aggregation, aggregation
-from runner.metrics.records import task_result
+from runner.metrics.results import task_result
+from runner.tasks.base import BaseTask, Context, require, sample_id
 from runner.types import ModelOutput, Sample, SampleRecord, Scored, TaskResult
 
 

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from runner.benchmarks.win_rate.metrics import Tally, judgement_of, tally
 from runner.benchmarks.win_rate.task import PairwiseTask
-from runner.metrics.records import judge_names
-from runner.paths import inside
+from runner.config.paths import inside
+from runner.metrics.results import judge_names
 
 if TYPE_CHECKING:
-    from runner.benchmarks.base import Task
+    from runner.tasks.base import BaseTask
     from runner.types import TaskResult
 
 SUBDIR = "win_rate"
@@ -31,7 +31,7 @@ SUBDIR = "win_rate"
 class WinRateReporter:
     """Writes every comparison's CSVs and chart; returns the rationale tables and charts for the tracker."""
 
-    def report(self, tasks: Sequence[Task], records: Mapping[str, list[dict[str, Any]]],
+    def report(self, tasks: Sequence[BaseTask], records: Mapping[str, list[dict[str, Any]]],
                results: Mapping[str, TaskResult], run_dir: Path) -> dict[str, Any] | None:
         tables: dict[str, tuple[list[str], list[list[Any]]]] = {}
         images: dict[str, Path] = {}
@@ -66,7 +66,7 @@ def write_outputs(task: PairwiseTask, records: Sequence[Mapping[str, Any]], resu
         names = {"a": task.model_a, "b": task.model_b}
         rows = [[d["side"], names[d["side"]], d["id"], d["reason"], d["question"]] for d in task.pairing.dropped]
         _write_csv(inside(out, f"dropped_{task.name}.csv"), columns, rows)
-    from runner.charts import win_rate_chart
+    from runner.outputs.charts import win_rate_chart
 
     # A judge with no valid judgement draws empty bars; its label says n=0.
     shares = {f"{j} (n={t.valid}" + (f", {t.invalid} invalid)" if t.invalid else ")"):

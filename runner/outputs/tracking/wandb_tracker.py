@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, Literal, cast
 from urllib.parse import urlparse
 
-from runner.redact import redact, redact_text
+from runner.config.redact import redact, redact_text
 
-log = logging.getLogger("runner.tracking")
+log = logging.getLogger("runner.outputs.tracking")
 
 _MODES = ("auto", "online", "offline", "disabled")
 WandbMode = Literal["online", "offline", "disabled", "shared"]
@@ -199,7 +199,7 @@ class WandbTracker:
         os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
         import wandb  # lazily: importing wandb takes over a second
 
-        # `config` comes masked (runner.app.resolved_config) and is logged as given; the run's name and group
+        # `config` comes masked (runner.run.app.resolved_config) and is logged as given; the run's name and group
         # are made of what a sweep varied, which may be a key typed in an override.
         name, tags = redact_text(name), [redact_text(t) for t in tags]
         group = redact_text(group) if group else group

@@ -1,4 +1,4 @@
-"""Prompt files: Jinja templates next to their task, rendered in the runner's sandbox (runner/templates.py)
+"""Prompt files: Jinja templates next to their task, rendered in the runner's sandbox (runner/tasks/templates.py)
 with StrictUndefined, so a typo fails loudly and a hostile template runs no code."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
-from runner.templates import sandboxed_environment, unsafe
+from runner.tasks.templates import sandboxed_environment, unsafe
 
 if TYPE_CHECKING:
     import jinja2

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from runner.benchmarks.vakra.agent_files import PREDICTIONS_DIR, write_predictions
 from runner.benchmarks.vakra.report import DomainResult, dialogue_score, extra_of, is_error, overall, paired
 from runner.benchmarks.vakra.task import DomainTask
-from runner.paths import inside
-from runner.store import write_json
+from runner.config.paths import inside
+from runner.run.store import write_json
 
 if TYPE_CHECKING:
-    from runner.benchmarks.base import Task
+    from runner.tasks.base import BaseTask
     from runner.types import TaskResult
 
 REPORT_FILE = "vakra_results.json"
@@ -29,7 +29,7 @@ REPORT_FILE = "vakra_results.json"
 class VakraReporter:
     """Writes `vakra_results.json` with every domain of the run."""
 
-    def report(self, tasks: Sequence[Task], records: Mapping[str, list[dict[str, Any]]],
+    def report(self, tasks: Sequence[BaseTask], records: Mapping[str, list[dict[str, Any]]],
                results: Mapping[str, TaskResult], run_dir: Path) -> dict[str, Any] | None:
         domains = [t for t in tasks if isinstance(t, DomainTask) and t.name in results]
         if not domains or domains[0].settings is None:

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from runner.benchmarks.base import Context, Loaded, Task
+from runner.config.redact import redact_text
 from runner.errors import CallError, RunnerError, repeating_fault
 from runner.models.budget import BudgetStop
-from runner.redact import redact_text
-from runner.store import record_key
+from runner.run.store import record_key
+from runner.tasks.base import BaseTask, Context, Loaded
 from runner.types import CURRENT_EPOCH, CURRENT_NOTES, CURRENT_SAMPLE, Sample, SampleRecord
 
 log = logging.getLogger("runner")
@@ -35,7 +35,7 @@ class Job:
     """One sample (and epoch) to ask; `index` is its place in the task's loaded samples, by which the job
     finds it when it starts (and a worker process, in the data it loads itself)."""
 
-    task: Task
+    task: BaseTask
     loaded: Loaded
     held: Sample | None
     """The sample itself, where the loaded samples cannot build it again from its row (`Loaded.later`)."""
@@ -51,7 +51,7 @@ class Job:
 Sink = Callable[[Job, dict[str, Any]], None]
 
 
-def error_record(task: Task, sample_id: Any, prompt: Any, reference: Any, error: str,
+def error_record(task: BaseTask, sample_id: Any, prompt: Any, reference: Any, error: str,
                  model: str | None) -> dict[str, Any]:
     """The record of a sample that could not be asked or scored."""
     return SampleRecord(id=sample_id, task=task.name, prompt=prompt, reference=reference, status="error",

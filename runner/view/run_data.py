@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import DataError
-from runner.store import latest, read_records
+from runner.run.store import latest, read_records
 
 SKIPPED_DIRS = frozenset({"report", "view", "samples", ".hydra", "wandb", "mcp_logs"})
 """Folders below a sweep dir that never hold a job's run dir (walking them would only cost time)."""

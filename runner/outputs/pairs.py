@@ -4,7 +4,7 @@ Per task, its headline metric (the first metric the task reports in results.json
 that ran it: `diff` = model_a's value - model_b's over the samples both have (paired by sample id), with
 `runner.metrics.paired.paired_difference` (exact McNemar test for 0/1 scores, else a paired bootstrap),
 `n_boot` and `seed` from model_a's job config. Per-sample values are the records' own values of the
-metric (`Task.sample_scores`, read back with `runner.rescore.load_run`); a task whose headline metric has
+metric (`Task.sample_scores`, read back with `runner.run.rescore.load_run`); a task whose headline metric has
 none (corpus BLEU, win rates, VAKRA's domain mean, ...) is skipped with a note. Never raises on a run it
 cannot read: it notes it and goes on.
 """
@@ -62,7 +62,7 @@ class _SampleScores:
     def _load(self, run_dir: Path) -> tuple[Any, dict[str, tuple[Any, list[dict[str, Any]]]]]:
         if run_dir not in self._runs:
             try:
-                from runner.rescore import load_run
+                from runner.run.rescore import load_run
 
                 cfg, tasks, records = load_run(run_dir)
                 self._runs[run_dir] = (cfg, {t.name: (t, records[t.name]) for t in tasks})

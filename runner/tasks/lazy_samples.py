@@ -2,7 +2,7 @@
 
 At 100,000 samples the rows and their Sample objects held ~1 KB each (docs/performance.md) from planning to
 the end of the run. This keeps, per sample, the place of its row (8 bytes); the row is read again from the
-data (runner/sources.py) and made into the same Sample by the same `to_sample` when its job starts.
+data (runner/tasks/sources.py) and made into the same Sample by the same `to_sample` when its job starts.
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, overload
 
 from runner.errors import DataError
-from runner.sources import BAD_ROW, Rows
+from runner.tasks.sources import BAD_ROW, Rows
 from runner.types import Sample
 
 if TYPE_CHECKING:
-    from runner.benchmarks.base import Task
+    from runner.tasks.base import BaseTask
 
 
 class LazySamples(Sequence[Sample]):
     """Samples by their place in the task's loaded samples; `rows[i]` is the row of the i-th sample."""
 
-    def __init__(self, task: Task, source: Rows, rows: array[int]) -> None:
+    def __init__(self, task: BaseTask, source: Rows, rows: array[int]) -> None:
         self.task, self.source, self.rows = task, source, rows
 
     def __len__(self) -> int:

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from runner.config.paths import inside
 from runner.errors import RunnerError
-from runner.paths import inside
 from runner.types import SURROGATE, clean_text
 
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR,

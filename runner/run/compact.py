@@ -15,7 +15,7 @@ from pathlib import Path
 from sys import intern
 from typing import Any, SupportsIndex, overload
 
-from runner.store import id_order, key_of, read_at
+from runner.run.store import id_order, key_of, read_at
 
 _DROPPED = frozenset({"prompt", "usage", "fingerprint", "error", "model", "task", "notes"})
 """Record keys no aggregation reads (the error text and notes are in the file; `error_ids` needs only the id)."""
@@ -77,7 +77,7 @@ class TaskRecords:
         return len(self._latest)
 
     def finish(self) -> tuple[list[dict[str, Any]], StoredRecords]:
-        """The compact records in the order `runner.store.latest` gives (id, then epoch), and the same
+        """The compact records in the order `runner.run.store.latest` gives (id, then epoch), and the same
         records in full, read from the file on access."""
         entries = sorted(self._latest.values(), key=lambda entry: id_order(entry[0]))
         return [e[0] for e in entries], StoredRecords(self.path, [e[1] for e in entries])

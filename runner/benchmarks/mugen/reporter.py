@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 from runner.benchmarks.mugen.catalog import ABBREVIATIONS
 from runner.benchmarks.mugen.scores import tally
 from runner.benchmarks.mugen.task import MugenTask
-from runner.paths import inside
-from runner.store import record_key
+from runner.config.paths import inside
+from runner.run.store import record_key
 
 if TYPE_CHECKING:
-    from runner.benchmarks.base import Task
+    from runner.tasks.base import BaseTask
     from runner.types import TaskResult
 
 JUDGED_FILE = "llm_judge_results.json"
@@ -31,7 +31,7 @@ JUDGED_FILE = "llm_judge_results.json"
 class MugenReporter:
     """Writes MUGEN's per-task judge files (and prediction files when generating) and prints its lines."""
 
-    def report(self, tasks: Sequence[Task], records: Mapping[str, list[dict[str, Any]]],
+    def report(self, tasks: Sequence[BaseTask], records: Mapping[str, list[dict[str, Any]]],
                results: Mapping[str, TaskResult], run_dir: Path) -> dict[str, Any] | None:
         for task in tasks:
             if isinstance(task, MugenTask) and task.name in results:

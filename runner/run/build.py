@@ -10,8 +10,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from runner.benchmarks.base import Benchmark, Task
+from runner.benchmarks.base import Benchmark
 from runner.config import allow_code, instantiate, plain
+from runner.config.paths import conf_dir, name_problem
 from runner.errors import ConfigError, EndpointError
 from runner.judges.panel import Panel
 from runner.models.budget import Budget
@@ -19,8 +20,8 @@ from runner.models.cache import ResponseCache, default_cache_dir
 from runner.models.litellm_model import Endpoint, endpoint_from_config
 from runner.models.local_server import LocalServer
 from runner.models.prices import use_price_file
-from runner.paths import conf_dir, name_problem
 from runner.scorers.extractor import bind_extractors, wants_first_judge
+from runner.tasks.base import BaseTask
 
 log = logging.getLogger("runner")
 
@@ -33,7 +34,7 @@ class Built:
     """Everything a run needs, plus the servers to stop at the end."""
 
     benchmark: Benchmark
-    tasks: list[Task]
+    tasks: list[BaseTask]
     model: Endpoint | None
     panel: Panel
     tracker: Any
@@ -143,7 +144,7 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
                  extractors=extractors)
 
 
-def _check_names(benchmark: Benchmark, tasks: list[Task], model: dict[str, Any] | None,
+def _check_names(benchmark: Benchmark, tasks: list[BaseTask], model: dict[str, Any] | None,
                  judges: list[dict[str, Any]]) -> None:
     """Names become file names in the run dir (samples/<task>.jsonl, MUGEN's <Task_Name>/, win_rate/...), so
     one that could lead out of it (`../../x`) or out of sight (`.x`) stops the run here, naming its key."""

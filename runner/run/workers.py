@@ -1,5 +1,5 @@
 """`workers=N`: one run's pending samples asked by N processes on this machine, each with its own event loop,
-connections and litellm (runner/worker_child.py), while this process writes every record, keeps the
+connections and litellm (runner/run/worker_child.py), while this process writes every record, keeps the
 progress bars and adds up the usage.
 
 The CPU a reply costs inside litellm (~2 ms) caps one process at a few hundred replies a second; N
@@ -25,15 +25,15 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from runner import worker_child
-from runner.accounting import merge_usage
-from runner.build import EMBEDDED, Built
-from runner.display import Display
 from runner.errors import ConfigError, RunnerError
-from runner.jobs import Job
+from runner.models.accounting import merge_usage
 from runner.models.local_server import usable_cores
-from runner.records import PreviousRecords, TaskRecords
-from runner.store import SampleStore, record_key
+from runner.outputs.display import Display
+from runner.run import worker_child
+from runner.run.build import EMBEDDED, Built
+from runner.run.compact import PreviousRecords, TaskRecords
+from runner.run.jobs import Job
+from runner.run.store import SampleStore, record_key
 
 log = logging.getLogger("runner")
 

@@ -1,4 +1,4 @@
-"""One worker process of a run with `workers=N` (runner/workers.py starts it with the 'spawn' method).
+"""One worker process of a run with `workers=N` (runner/run/workers.py starts it with the 'spawn' method).
 
 It rebuilds the run from the composed config (a plain container), loads the data of its tasks, asks its
 share of the planned samples with its own event loop, connections and litellm, and sends every finished
@@ -28,15 +28,15 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from runner.benchmarks.base import Context
-from runner.build import Built, build
+from runner.config.redact import redact
 from runner.errors import RunnerError
-from runner.jobs import Job, run_jobs
 from runner.models.budget import Budget
 from runner.models.litellm_model import Endpoint
-from runner.records import PreviousRecords, compact
-from runner.redact import redact
-from runner.store import SampleStore, dumps, record_key
+from runner.run.build import Built, build
+from runner.run.compact import PreviousRecords, compact
+from runner.run.jobs import Job, run_jobs
+from runner.run.store import SampleStore, dumps, record_key
+from runner.tasks.base import Context
 
 JobSpec = tuple[str, int, int, str, int]
 """(task, index in its loaded samples, epoch, fingerprint, offset of its earlier record or -1)."""
@@ -113,7 +113,7 @@ async def _work(spec: dict[str, Any], conn: Connection, control: Connection, spe
     cfg = OmegaConf.create(spec["config"])
     redact(spec["config"])  # a spawned process learns the run's keys, so its error texts mask them too
     # The parent tracks the run; a worker only asks.
-    cfg.tracker = {"_target_": "runner.tracking.base.NullTracker"}
+    cfg.tracker = {"_target_": "runner.outputs.tracking.base.NullTracker"}
     run_dir, index = Path(spec["run_dir"]), int(spec["index"])
     built: Built | None = None
     outbox = Outbox(conn, [])

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runner.benchmarks.base import Context, Task
-from runner.prompts import render
+from runner.tasks.base import BaseTask, Context
+from runner.tasks.prompts import render
 from runner.types import Sample, SampleRecord, Scored
 
 
-class GenerativeTask(Task):
+class GenerativeTask(BaseTask):
     """Chat prompt from two templates in the task's `prompts/` folder; few-shot examples as prior turns.
 
     Subclasses set `system_prompt`/`user_prompt` (template file names), `prompt_vars(sample)`,
@@ -33,7 +33,7 @@ class GenerativeTask(Task):
 
     def prepare(self, folders: Sequence[Path]) -> None:
         """Check every template loads now: a misspelt file name stops the run before any request."""
-        from runner.templates import load_template
+        from runner.tasks.templates import load_template
 
         for name in self.template_names():
             load_template(name, [self.prompt_dir], f"benchmark.specs.{self.name}")

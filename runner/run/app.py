@@ -14,17 +14,17 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from runner.accounting import Invocation, closing_line
-from runner.benchmarks.base import Context
-from runner.build import build
-from runner.display import Display
+from runner.config.redact import redact
 from runner.errors import ConfigError
+from runner.models.accounting import Invocation, closing_line
 from runner.models.budget import require_prices
 from runner.models.prices import restore as restore_prices
-from runner.pipeline import Plan, execute, plan, usage_summary
-from runner.redact import redact
-from runner.store import SampleStore, check_run_dir, write_json
-from runner.workers import Pool, check_workers, plain_config, workers_for
+from runner.outputs.display import Display
+from runner.run.build import build
+from runner.run.pipeline import Plan, execute, plan, usage_summary
+from runner.run.store import SampleStore, check_run_dir, write_json
+from runner.run.workers import Pool, check_workers, plain_config, workers_for
+from runner.tasks.base import Context
 
 log = logging.getLogger("runner")
 
@@ -41,7 +41,7 @@ def resolved_config(cfg: DictConfig) -> dict[str, Any]:
 
 def provenance(run_dir: Path) -> dict[str, Any]:
     """Git commit and dirty flag of the runner checkout, and package versions."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # the clone, this file being runner/run/app.py
     git: dict[str, Any] = {}
     # Only a clone has its own .git beside the package: an installed runner's parent is a site-packages
     # folder, and `git -C` there would report whatever repository happens to hold the venv.
@@ -95,7 +95,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
         if cfg.budget.max_usd is not None:  # price lookups import litellm: only when a budget needs them
             require_prices(cfg.budget.max_usd, [e.name for e in built.endpoints() if not e.price_known()])
         if cfg.audit.labels:  # a bad labels file is found now, not after every request
-            from runner.audit import read_labels  # numpy and friends: only when an audit is asked for
+            from runner.outputs.audit import read_labels  # numpy and friends: only when an audit is asked for
 
             read_labels(cfg.audit.labels, models=_pair_models(built))
         store = SampleStore(run_dir)
@@ -103,7 +103,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
                       epochs=int(cfg.epochs))
         planned = plan(built, store, ctx, resume=str(cfg.resume))
         if cfg.dry_run:  # count and price what would be sent, send nothing, write only plan.json
-            from runner.dry_run import dry_run
+            from runner.run.dry_run import dry_run
 
             return {"plan": dry_run(built, planned, run_dir, cfg)}
         pool = _pool(cfg, built, planned, run_dir)
@@ -148,7 +148,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
         for task in built.tasks:
             tracker.log_task(task.name, records[task.name], blocks[task.name])
         if cfg.audit.labels:
-            from runner.audit import audit_run
+            from runner.outputs.audit import audit_run
 
             written, _ = audit_run(records, cfg.audit.labels, run_dir, n_boot=int(cfg.stats.n_boot),
                                    seed=int(cfg.seed))
@@ -187,7 +187,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
 
 
 def _pool(cfg: DictConfig, built: Any, planned: Plan, run_dir: Path) -> Pool | None:
-    """The worker processes that ask the planned samples (runner/workers.py); None: this process asks them."""
+    """The worker processes that ask the planned samples (runner/run/workers.py); None: this process asks them."""
     requested = cfg.get("workers")
     n = workers_for(requested, len(planned.jobs), built)
     if n <= 1:
@@ -235,7 +235,7 @@ def _pair_models(built: Any) -> list[str]:
 
 def _totals(usage: dict[str, Any]) -> dict[str, Any]:
     """Every count summed over the endpoints; `cost_usd` (and `saved_usd`) null when any endpoint's is."""
-    from runner.accounting import totals
+    from runner.models.accounting import totals
 
     return totals(usage)
 

@@ -1,8 +1,8 @@
 """One run: load -> ask -> score -> record -> aggregate, resumable from the samples files.
 
-The run keeps compact records (runner/records.py) for the metrics and reads full ones back from the samples
+The run keeps compact records (runner/run/compact.py) for the metrics and reads full ones back from the samples
 files only where they are needed, so its memory does not grow with the records; with `workers=N` the asking
-is split across processes (runner/workers.py) and this process writes every record.
+is split across processes (runner/run/workers.py) and this process writes every record.
 """
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from runner.benchmarks.base import Context, Loaded, Task
-from runner.build import Built
-from runner.display import Display
+from runner.config.redact import entry_secrets, env_secrets, first_secret, is_secret_key, remember
 from runner.errors import ConfigError, DataError, RunnerError
-from runner.fingerprint import PARTS, changed, describe_changes, fingerprint, names, split
-from runner.jobs import Job, error_record, run_jobs
 from runner.models.litellm_model import Endpoint
-from runner.records import PreviousRecords, TaskRecords, compact
-from runner.redact import entry_secrets, env_secrets, first_secret, is_secret_key, remember
-from runner.store import SampleStore, key_of, read_at, record_key
+from runner.outputs.display import Display
+from runner.run.build import Built
+from runner.run.compact import PreviousRecords, TaskRecords, compact
+from runner.run.fingerprint import PARTS, changed, describe_changes, fingerprint, names, split
+from runner.run.jobs import Job, error_record, run_jobs
+from runner.run.store import SampleStore, key_of, read_at, record_key
+from runner.run.workers import Pool
+from runner.tasks.base import BaseTask, Context, Loaded
 from runner.types import TaskResult
-from runner.workers import Pool
 
 log = logging.getLogger("runner")
 
@@ -138,7 +138,7 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
     return planned
 
 
-def _nothing_to_ask(task: Task, data: Loaded) -> str:
+def _nothing_to_ask(task: BaseTask, data: Loaded) -> str:
     """Why a task's data gives no sample (an empty file, or every row taken as a few-shot example)."""
     source = (data.data or {}).get("source") or "its data"
     if data.shots:
@@ -162,7 +162,7 @@ def prompt_secrets(built: Built) -> dict[str, str]:
 _ROLE_TEMPLATE = {"system": "system", "user": "user", "assistant": "shot"}
 
 
-def refuse_secret_prompt(task: Task, sample_id: Any, messages: Any, secrets: dict[str, str],
+def refuse_secret_prompt(task: BaseTask, sample_id: Any, messages: Any, secrets: dict[str, str],
                          checked: set[str]) -> None:
     """A rendered prompt carrying a key is never sent (a prompt is stored and shown as it is, never masked):
     ConfigError naming the task and the template that rendered it. Rubrics are rendered only when a judge
@@ -188,7 +188,7 @@ def refuse_secret_prompt(task: Task, sample_id: Any, messages: Any, secrets: dic
                           "templates, their variables and the data (no ${oc.env:...} of a key); nothing was sent")
 
 
-def refuse_secret_templates(task: Task, secrets: dict[str, str]) -> None:
+def refuse_secret_templates(task: BaseTask, secrets: dict[str, str]) -> None:
     """The task's own YAML (inline templates, `${oc.env:...}` in it) and its judges' rubric texts: none may
     hold a key. Request `params` (headers may carry one by design) and secret-named keys are left out."""
     if not secrets:
@@ -304,7 +304,7 @@ async def _run_jobs(pending: deque[Job], records: dict[str, TaskRecords], ctx: C
     await run_jobs(pending, ctx, sink)
 
 
-async def _close_tasks(tasks: Sequence[Task]) -> None:
+async def _close_tasks(tasks: Sequence[BaseTask]) -> None:
     for task in tasks:
         try:
             await task.close()
@@ -320,7 +320,7 @@ def in_flight_levels(endpoints: Sequence[Endpoint]) -> str:
 
 
 def usage_summary(built: Built, planned: Plan | None = None) -> dict[str, Any]:
-    """Token, cost and retry accounting per endpoint (runner/accounting.py: `cost_usd` and `saved_usd` are
+    """Token, cost and retry accounting per endpoint (runner/models/accounting.py: `cost_usd` and `saved_usd` are
     null when a price is unknown), with the served model ids; with worker processes, theirs added up."""
     if planned is not None and planned.usage is not None:
         return planned.usage

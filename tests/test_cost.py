@@ -13,9 +13,10 @@ from conftest import EVE_SAMPLE, JUDGE_CORRECT, read_jsonl, run_in_process
 from fake_llm import FakeLLM
 
 from runner.errors import ConfigError
-from runner.models.accounting import closing_line, format_usd, parse_pricing, totals
+from runner.models.accounting import parse_pricing
 from runner.models.cache import ResponseCache, request_key
 from runner.models.litellm_model import Endpoint, _import_litellm, endpoint_from_config
+from runner.run.invocations import closing_line, format_usd, totals
 
 # Prices per million tokens; $1 and $3 a token keep every sum an exact integer.
 MODEL_PRICES = (1_000_000, 3_000_000)

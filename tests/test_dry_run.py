@@ -116,7 +116,7 @@ def test_a_partial_run_dir_is_planned_for_its_unfinished_samples_only(fake_llm, 
     assert plan["endpoints"]["judge1"]["requests"] == plan["endpoints"]["judge2"]["requests"] == judged
 
     run_in_process(eve(fake_llm.base_url, run_dir), run_dir)
-    from runner.models.accounting import read_invocations  # results.json's usage adds up every invocation
+    from runner.run.invocations import read_invocations  # results.json's usage adds up every invocation
 
     last = read_invocations(run_dir)[-1]["usage"]
     assert {n: u["requests"] for n, u in last.items()} == {n: b["requests"] for n, b in plan["endpoints"].items()}

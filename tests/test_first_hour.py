@@ -20,7 +20,7 @@ from conftest import (
     run_in_process,
 )
 
-from runner.models.accounting import INVOCATIONS, Invocation, merge_usage
+from runner.run.invocations import INVOCATIONS, Invocation, merge_usage
 
 WIN_RATE = ROOT / "tests" / "fixtures" / "win_rate"
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, TESTS, cli, fake_model_overrides, one_line_error, read_jsonl
 
 from runner.errors import BrokenInstall, repeating_fault
-from runner.models.accounting import closing_line
+from runner.run.invocations import closing_line
 
 BENCH = ROOT / "tests" / "fixtures" / "yaml_bench"
 

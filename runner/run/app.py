@@ -16,11 +16,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from runner.config.redact import redact
 from runner.errors import ConfigError
-from runner.models.accounting import Invocation, closing_line
 from runner.models.budget import require_prices
 from runner.models.prices import restore as restore_prices
 from runner.outputs.display import Display
 from runner.run.build import build
+from runner.run.invocations import Invocation, closing_line
 from runner.run.pipeline import Plan, execute, plan, usage_summary
 from runner.run.store import SampleStore, check_run_dir, write_json
 from runner.run.workers import Pool, check_workers, plain_config, workers_for
@@ -235,7 +235,7 @@ def _pair_models(built: Any) -> list[str]:
 
 def _totals(usage: dict[str, Any]) -> dict[str, Any]:
     """Every count summed over the endpoints; `cost_usd` (and `saved_usd`) null when any endpoint's is."""
-    from runner.models.accounting import totals
+    from runner.run.invocations import totals
 
     return totals(usage)
 

@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import ConfigError, RunnerError
-from runner.models.accounting import merge_usage
 from runner.models.local_server import usable_cores
 from runner.outputs.display import Display
 from runner.run import worker_child
 from runner.run.build import EMBEDDED, Built
 from runner.run.compact import PreviousRecords, TaskRecords
+from runner.run.invocations import merge_usage
 from runner.run.jobs import Job
 from runner.run.store import SampleStore, record_key
 

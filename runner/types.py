@@ -44,6 +44,11 @@ def clean_strings(values: dict[str, Any]) -> tuple[dict[str, Any], int]:
     return {k: v for k, (v, _) in cleaned.items()}, sum(n for _, n in cleaned.values())
 
 
+
+def letters(n: int) -> list[str]:
+    """Option labels A, B, C, ... for n options, in dataset order (as EVE labels them)."""
+    return [chr(ord("A") + i) for i in range(n)]
+
 @dataclass(frozen=True)
 class Sample:
     """One item of a task, as the task will ask it."""
@@ -95,6 +100,38 @@ class ModelOutput:
     tool_calls: tuple[dict[str, str], ...] = ()
     """Function calls the model asked for, in its order: `{"id", "name", "arguments"}` (arguments as the
     JSON text the model wrote, unparsed: a malformed one is the model's answer, not the runner's error)."""
+
+
+@dataclass(frozen=True)
+class Solved:
+    """What a solver did for one sample: every call it made, in order, the last one being the answer.
+
+    One chat call is one output; a method that asks several times (self-consistency votes, critique and
+    revise, candidates in several orders) keeps all of them, and the sample's usage is their sum.
+    """
+
+    messages: list[dict[str, Any]]
+    """What the answer was asked with (the record's `prompt`)."""
+    outputs: tuple[ModelOutput, ...]
+    extra: dict[str, Any] = field(default_factory=dict)
+    """What the method wants kept in the record (`extra`), e.g. the votes it counted."""
+
+    @property
+    def output(self) -> ModelOutput:
+        """The answer: the last call's output."""
+        return self.outputs[-1]
+
+    @property
+    def text(self) -> str:
+        return self.output.text
+
+    def usage(self) -> dict[str, Any]:
+        """The record's `usage.model`: every call's accounting summed, with the served model id."""
+        total = self.outputs[0].usage
+        for out in self.outputs[1:]:
+            total = total + out.usage
+        return {**total.__dict__, "served_model": self.output.model, **({"calls": len(self.outputs)}
+                                                                       if len(self.outputs) > 1 else {})}
 
 
 @dataclass(frozen=True)

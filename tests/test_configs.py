@@ -20,7 +20,8 @@ from omegaconf.errors import OmegaConfBaseException
 from runner.benchmarks.base import Benchmark
 from runner.config import instantiate
 from runner.errors import ConfigError
-from runner.models.litellm_model import Endpoint, endpoint_from_config
+from runner.models.entries import endpoint_from_config
+from runner.models.litellm_model import Endpoint
 from runner.run.build import build
 from runner.tasks.base import BaseTask
 

@@ -15,7 +15,8 @@ from fake_llm import FakeLLM
 from runner.errors import ConfigError
 from runner.models.accounting import parse_pricing
 from runner.models.cache import ResponseCache, request_key
-from runner.models.litellm_model import Endpoint, _import_litellm, endpoint_from_config
+from runner.models.entries import endpoint_from_config
+from runner.models.litellm_model import Endpoint, _import_litellm
 from runner.run.invocations import closing_line, format_usd, totals
 
 # Prices per million tokens; $1 and $3 a token keep every sum an exact integer.

@@ -23,8 +23,7 @@ from runner.config import hydra_callback_problem, instantiate, target_class
 from runner.config.paths import inside, name_problem
 from runner.errors import ConfigError
 from runner.run.store import SampleStore
-from runner.tasks.prompts import check, render
-from runner.tasks.templates import load_template
+from runner.tasks.templates import check, load_template, render
 
 BENCH = TESTS / "fixtures" / "yaml_bench"
 

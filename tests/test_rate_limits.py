@@ -126,7 +126,7 @@ def test_adaptive_false_is_a_config_key(tmp_path: Path) -> None:
     from conftest import compose
 
     from runner.config import plain
-    from runner.models.litellm_model import endpoint_from_config
+    from runner.models.entries import endpoint_from_config
 
     cfg = compose(["model=gpt-4o-mini", "model.adaptive=false", "model.concurrency=7"])
     endpoint = endpoint_from_config(plain(cfg.model), None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
@@ -21,11 +22,11 @@ def user_dir(tmp_path: Path) -> Path:
     return tmp_path / "mine"
 
 
-def run(url: str, user_dir: Path, run_dir: Path, *extra: str) -> dict:
+def run(url: str, user_dir: Path, run_dir: Path, *extra: str, env: dict[str, str] | None = None) -> dict:
     args = fake_model_overrides(url) + [
         f"hydra.searchpath=[file://{user_dir / 'conf'}]", f"benchmark.data_dir={user_dir / 'data'}",
         "tracker=none", "cache.enabled=false", f"hydra.run.dir={run_dir}", *extra]
-    proc = cli(args, timeout=120)
+    proc = cli(args, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads((run_dir / "results.json").read_text())
 
@@ -117,3 +118,18 @@ def test_a_users_own_scorer_runs_only_when_its_package_is_allowed(fake_llm, user
     # Every reply ("Let me see. 2 + 2 = 4") has 8 words: none is short enough.
     assert json.loads((tmp_path / "b" / "results.json").read_text())["tasks"]["arithmetic"]["metrics"] == {
         "short": 0.0}
+
+
+def test_a_median_metric_has_its_own_interval_and_no_standard_error_of_the_mean(fake_llm, user_dir, tmp_path):
+    fake_llm.default = calculator
+    metrics = "+benchmark.specs.arithmetic.metrics=[mean:words,median:words]"
+    results = run(fake_llm.base_url, user_dir, tmp_path / "run", "benchmark=arith", "allow_code=[my_scorers]",
+                  "benchmark.specs.arithmetic.scorers=[{_target_:my_scorers.WordCount}]", metrics,
+                  env={"PYTHONPATH": str(TESTS / "fixtures" / "user_pkg")})
+    block = results["tasks"]["arithmetic"]
+    words = sorted(len(calculator(body).split()) for body in fake_llm.requests)
+    assert block["metrics"] == {"words": pytest.approx(sum(words) / len(words)),
+                                "median_words": pytest.approx(statistics.median(words))}
+    assert "words" in block["stderr"] and "median_words" not in block["stderr"]  # a median is no mean
+    low, high = block["ci"]["median_words"]
+    assert words[0] <= low <= statistics.median(words) <= high <= words[-1]

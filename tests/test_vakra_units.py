@@ -17,7 +17,7 @@ from runner.benchmarks.vakra.report import domain_result, overall, summary
 from runner.benchmarks.vakra.scoring import PolicyVerdict, aggregate, exact_match
 from runner.benchmarks.vakra.servers import server_entry, server_spec
 from runner.errors import ConfigError
-from runner.tasks.prompts import render
+from runner.tasks.templates import render
 
 VAKRA = ROOT / "runner" / "benchmarks" / "vakra"
 

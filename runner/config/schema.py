@@ -56,6 +56,15 @@ class ModelConfig:
     runner/models/accounting.py `parse_pricing` checks it."""
 
 
+def entry_defaults() -> dict[str, Any]:
+    """Every key of a model or judge entry with its default (`ModelConfig`, the one list of those keys: the
+    schema, the call layer's `endpoint_from_config` and rejudge's replayed endpoint all follow it)."""
+    import dataclasses
+
+    return {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+            for f in dataclasses.fields(ModelConfig) if f.default is not MISSING}
+
+
 @dataclass
 class JudgesConfig:
     """A judge panel: who grades."""

@@ -1,12 +1,13 @@
 """Named aggregations: what a task's `metrics:` lists, each from the scored records alone.
 
-`mean:<score>` averages a per-sample score; `judge_panel` gives EVE's panel metrics
+`mean:<score>` averages a per-sample score, `median:<score>` takes its median; `judge_panel` gives EVE's panel metrics
 (`llm_as_judge_<judge>`, `llm_as_judge_avg`, `judge_voting`, `judge_agreement`); `binary_prf:<letter>`
 accuracy, precision, recall and F1 with that option as the positive class.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -81,6 +82,26 @@ class JudgePanel:
 
 
 @dataclass(frozen=True)
+class Median:
+    """The median of one per-sample score, as `median_<score>`: not a mean, so no standard error of the mean;
+    its interval is a bootstrap of the median itself."""
+
+    score: str
+
+    def headline(self) -> str:
+        return f"median_{self.score}"
+
+    def keys(self, records: Sequence[Record]) -> list[str]:
+        return [f"median_{self.score}"]
+
+    def compute(self, records: Sequence[Record]) -> dict[str, float]:
+        return {f"median_{self.score}": float(statistics.median(float(r["scores"][self.score]) for r in records))}
+
+    def per_sample(self, record: Record) -> dict[str, float]:
+        return {}
+
+
+@dataclass(frozen=True)
 class BinaryPRF:
     """Accuracy and corpus-level precision, recall and F1 of one option letter as the positive class.
 
@@ -107,26 +128,40 @@ class BinaryPRF:
 class Aggregation(Protocol):
     """A named aggregation: the metric names it gives, their values, and each record's share of them."""
 
-    def headline(self) -> str: ...
+    def headline(self) -> str:
+        """The metric that leads when this aggregation is a task's first (the table, a sweep's pairs)."""
+        ...
 
-    def keys(self, records: Sequence[Record]) -> list[str]: ...
+    def keys(self, records: Sequence[Record]) -> list[str]:
+        """The metric names it gives for these records (judge names can depend on them)."""
+        ...
 
-    def compute(self, records: Sequence[Record]) -> dict[str, float]: ...
+    def compute(self, records: Sequence[Record]) -> dict[str, float]:
+        """Each metric's value over the scored records; called again on resampled records for a bootstrap
+        interval of any metric that `per_sample` does not give."""
+        ...
 
-    def per_sample(self, record: Record) -> dict[str, float]: ...
+    def per_sample(self, record: Record) -> dict[str, float]:
+        """For each metric that is the mean of a per-sample value, that value for this record: the task's
+        standard error, Wilson or bootstrap-of-the-mean interval and a sweep's paired differences use these.
+        A metric that is no mean (precision, F1, a median) must be left out: it gets no standard error, and
+        its interval comes from `compute` on resampled records."""
+        ...
 
 
-# name -> (takes an argument, maker)
-AGGREGATIONS: dict[str, tuple[bool, Any]] = {"mean": (True, Mean), "judge_panel": (False, JudgePanel),
-                                             "binary_prf": (True, BinaryPRF)}
+AGGREGATIONS: dict[str, tuple[str | None, Any]] = {
+    "mean": ("<per-sample score>", Mean), "median": ("<per-sample score>", Median),
+    "judge_panel": (None, JudgePanel), "binary_prf": ("<positive letter>", BinaryPRF)}
+"""What a task's `metrics:` may name: name -> (what follows the `:`, None for nothing; its class)."""
 
 
 def aggregation(spec: str) -> Aggregation:
-    """`mean:<score>` or `judge_panel`; anything else is a ConfigError listing what exists."""
+    """An aggregation by its name in `metrics:` (`mean:accuracy`); anything else is a ConfigError listing what
+    exists."""
     name, _, arg = str(spec).partition(":")
     takes, maker = AGGREGATIONS.get(name, (None, None))
-    if maker is None or takes != bool(arg):
-        raise ConfigError(f"metrics: '{spec}' is not an aggregation; use mean:<per-sample score>, judge_panel or "
-                          "binary_prf:<positive letter>")
+    if maker is None or (takes is not None) != bool(arg):
+        known = ", ".join(f"{n}:{a}" if a else n for n, (a, _) in AGGREGATIONS.items())
+        raise ConfigError(f"metrics: '{spec}' is not an aggregation; use one of {known}")
     made: Aggregation = maker(arg) if takes else maker()
     return made

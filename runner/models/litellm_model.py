@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.config.redact import redact_text
-from runner.errors import CallError, ConfigError, EndpointError, repeating_fault
+from runner.errors import CallError, EndpointError, repeating_fault
 from runner.models import failures
 from runner.models.accounting import Stats, money, parse_pricing, priced, response_cost, token_count
 from runner.models.budget import Budget
@@ -370,19 +370,3 @@ def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:
         return int(_import_litellm().token_counter(model=model, messages=[text_of(m) for m in messages]))
     except Exception:  # noqa: BLE001 - content it cannot tokenize: about 4 characters a token
         return sum(len(str(m.get("content") or "")) for m in messages) // 4 + 1
-
-
-def endpoint_from_config(cfg: dict[str, Any], cache: ResponseCache | None) -> Endpoint:
-    """Build an Endpoint from a model/judge entry (conf/model/*.yaml keys)."""
-    concurrency = cfg.get("concurrency", 16)
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:  # 0 asks nothing
-        raise ConfigError(f"{cfg['name']}: concurrency={concurrency!r} is no number of requests in flight; give a "
-                          "whole number of at least 1 (model.concurrency, or the judge's judges.panel entry)")
-    return Endpoint(name=str(cfg["name"]), model=str(cfg["model"]), api_base=cfg.get("api_base"),
-                    # `${oc.env:VAR,}` with VAR unset gives "": that is no key, not an empty one.
-                    api_key=cfg.get("api_key") or None, concurrency=concurrency,
-                    params=dict(cfg.get("params") or {}), timeout=float(cfg.get("timeout", 120.0)),
-                    max_retries=int(cfg.get("max_retries", 5)), cache=cache,
-                    backoff_base=float(cfg.get("backoff", 1.0)), origin=cfg.get("origin"),
-                    adaptive=bool(cfg.get("adaptive", True)),
-                    pricing=cfg.get("pricing"))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from runner.errors import CallError, ConfigError
+from runner.models.entries import entry_fields
 from runner.models.litellm_model import Endpoint
-from runner.run.store import key_of
+from runner.run.store import read_records
 from runner.types import CURRENT_SAMPLE, ModelOutput, Usage
 
 
@@ -20,8 +20,7 @@ class ReplayEndpoint(Endpoint):
     """
 
     def __init__(self, base: Endpoint, source: Path) -> None:
-        super().__init__(name=base.name, model=base.model, api_base=base.api_base, params=dict(base.params),
-                         concurrency=base.concurrency, origin=base.origin)
+        super().__init__(**{**entry_fields(base), "api_key": None})  # what decides a record's fingerprint
         self.source = source
         self.replies = _recorded_replies(source)
         if not self.replies:
@@ -51,18 +50,10 @@ class ReplayEndpoint(Endpoint):
 
 
 def _recorded_replies(source: Path) -> dict[tuple[str, str], str]:
-    """(task, id) -> response for every finished record of every samples file (the last line wins)."""
+    """(task, id) -> response of every sample whose latest record in `source` is finished with a reply."""
     replies: dict[tuple[str, str], str] = {}
     for path in sorted((source / "samples").glob("*.jsonl")):
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue  # a torn last line
-                key = (str(rec.get("task") or path.stem), key_of(rec))
-                if rec.get("status") == "error" or rec.get("response") is None:
-                    replies.pop(key, None)
-                else:
-                    replies[key] = str(rec["response"])
+        for key, rec in read_records(path).items():
+            if rec.get("status") != "error" and rec.get("response") is not None:
+                replies[(str(rec.get("task") or path.stem), key)] = str(rec["response"])
     return replies

@@ -17,7 +17,8 @@ from runner.errors import ConfigError, EndpointError
 from runner.judges.panel import Panel
 from runner.models.budget import Budget
 from runner.models.cache import ResponseCache, default_cache_dir
-from runner.models.litellm_model import Endpoint, endpoint_from_config
+from runner.models.entries import endpoint_from_config
+from runner.models.litellm_model import Endpoint
 from runner.models.local_server import LocalServer
 from runner.models.prices import use_price_file
 from runner.scorers.extractor import bind_extractors, wants_first_judge

@@ -34,9 +34,8 @@ from runner.run.store import record_key, write_json
 from runner.scorers.extractor import Extractor
 from runner.solvers.chat import variables
 from runner.tasks.base import BaseTask
-from runner.tasks.generative import GenerativeTask
-from runner.tasks.prompts import render
 from runner.tasks.task import Task
+from runner.tasks.templates import render
 from runner.types import Sample
 
 PLAN_FILE = "plan.json"
@@ -169,8 +168,6 @@ class _Estimator:
         """The chat messages the model would get; the bare question for a task that builds its own."""
         if isinstance(task, Task):
             return list(task.solver.messages(sample, shots))
-        if isinstance(task, GenerativeTask):
-            return list(task.messages(sample, shots))
         self.approximate.add(task.name)
         return [{"role": "user", "content": str(sample.input)}]
 

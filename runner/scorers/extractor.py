@@ -111,7 +111,7 @@ def bind_extractors(tasks: Sequence[Any], panel_entries: Sequence[Mapping[str, A
     """Give every scorer's extractor its endpoint: the run's first judge for `judges` (found among `known`),
     else one built from its entry; returns the endpoints built here (they join the run's endpoints: keys,
     budget, accounting). An entry named like another endpoint of the run is refused: usage is kept by name."""
-    from runner.models.litellm_model import endpoint_from_config
+    from runner.models.entries import endpoint_from_config
 
     by_name = {e.name: e for e in known}
     built: dict[str, tuple[dict[str, Any], Endpoint]] = {}

@@ -1,4 +1,5 @@
-"""Chat: a system prompt, few-shot examples as earlier turns, then the question; one model call."""
+"""Chat: a system prompt, few-shot examples as earlier turns, then the question; one model call (a solver
+that makes several returns each of them in its `Solved`)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.tasks.templates import Template, load_template
-from runner.types import ModelOutput, Sample
+from runner.types import Sample, Solved, letters
 
 if TYPE_CHECKING:
     from runner.tasks.base import Context
-
-
-def letters(n: int) -> list[str]:
-    """Option labels A, B, C, ... for n options."""
-    return [chr(ord("A") + i) for i in range(n)]
 
 
 def variables(sample: Sample) -> dict[str, Any]:
@@ -48,16 +44,29 @@ class Chat:
         t = self.templates
         msgs: list[dict[str, str]] = []
         if "system" in t:
-            msgs.append({"role": "system", "content": t["system"].render(**variables(sample))})
+            msgs.append({"role": "system", "content": t["system"].render(**self.variables(sample))})
         for shot in shots:
-            msgs.append({"role": "user", "content": t["user"].render(**variables(shot))})
-            msgs.append({"role": "assistant", "content": t["shot"].render(**variables(shot))})
-        msgs.append({"role": "user", "content": t["user"].render(**variables(sample))})
+            msgs.append({"role": "user", "content": t["user"].render(**self.variables(shot))})
+            msgs.append({"role": "assistant", "content": self.shot_reply(shot)})
+        msgs.append({"role": "user", "content": t["user"].render(**self.variables(sample))})
         return msgs
 
+    def variables(self, sample: Sample) -> dict[str, Any]:
+        """What this solver's templates see (`variables`; a subclass may add its own)."""
+        return variables(sample)
+
+    def shot_reply(self, shot: Sample) -> str:
+        """The assistant turn shown for a few-shot example: the `shot` template."""
+        return self.templates["shot"].render(**self.variables(shot))
+
+    def response_format(self) -> dict[str, Any] | None:
+        """Structured output to ask for (an OpenAI `response_format`); None: free text."""
+        return None
+
     async def __call__(self, sample: Sample, shots: Sequence[Sample], ctx: Context,
-                       params: dict[str, Any]) -> tuple[list[dict[str, str]], ModelOutput]:
-        """Ask the model; returns the messages sent and its reply."""
+                       params: dict[str, Any]) -> Solved:
+        """Ask the model once; the messages sent and its reply."""
         assert ctx.model is not None
         messages = self.messages(sample, shots)
-        return messages, await ctx.model.complete(messages, params=params)
+        out = await ctx.model.complete(messages, params=params, response_format=self.response_format())
+        return Solved(messages=list(messages), outputs=(out,))

@@ -26,7 +26,7 @@ from runner.errors import ConfigError
 from runner.metrics.named import Aggregation, aggregation
 from runner.metrics.results import task_result
 from runner.tasks.base import BaseTask, Context, require, sample_id
-from runner.types import ModelOutput, Sample, SampleRecord, Scored, TaskResult
+from runner.types import Sample, SampleRecord, Scored, Solved, TaskResult
 
 
 class Solver(Protocol):
@@ -37,7 +37,8 @@ class Solver(Protocol):
     def messages(self, sample: Sample, shots: Sequence[Sample]) -> list[dict[str, str]]: ...
 
     async def __call__(self, sample: Sample, shots: Sequence[Sample], ctx: Context,
-                       params: dict[str, Any]) -> tuple[list[dict[str, str]], ModelOutput]: ...
+                       params: dict[str, Any]) -> Solved: ...
+    """Ask the model under test, once or several times: every output in order, the last one the answer."""
 
 
 class Scorer(Protocol):
@@ -122,21 +123,21 @@ class Task(BaseTask):
             s.has_scores(record) for s in self.scorers.values() if hasattr(s, "has_scores"))
 
     async def evaluate(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> SampleRecord:
-        messages, out = await self.solver(sample, shots, ctx, self.params)
+        solved = await self.solver(sample, shots, ctx, self.params)
         # Concurrently: the judges are asked while reference metrics compute in a worker thread.
-        scored = await asyncio.gather(*(scorer(sample, out.text, ctx) for scorer in self.scorers.values()))
+        scored = await asyncio.gather(*(scorer(sample, solved.text, ctx) for scorer in self.scorers.values()))
         judgements = [j for s in scored for j in s.judgements]
         # What a scorer says about its reading (a choice scorer: who read the reply, runner/scorers/choice.py).
-        extra = {k: v for s in scored for k, v in getattr(s, "extra", {}).items()}
+        extra = {**solved.extra, **{k: v for s in scored for k, v in getattr(s, "extra", {}).items()}}
         read_by = extra.pop("read_by", None)
         assert ctx.model is not None
         return SampleRecord(
-            id=sample.id, task=self.name, prompt=messages, reference=sample.target, response=out.text,
+            id=sample.id, task=self.name, prompt=solved.messages, reference=sample.target, response=solved.text,
             answer=next((s.answer for s in scored if s.answer is not None), None),
             judgements=[j.to_dict() for j in judgements],
             scores={k: v for s in scored for k, v in s.scores.items()},
             status="invalid" if any(j.status != "ok" for j in judgements) else "ok", model=ctx.model.name,
-            usage={"model": {**out.usage.__dict__, "served_model": out.model},
+            usage={"model": solved.usage(),
                    "judges": {k: v for s in scored for k, v in s.judge_usage.items()}},
             extra=extra, read_by=read_by)
 

@@ -111,9 +111,6 @@ def _inline(spec: str) -> bool:
 
 def load_template(spec: str, folders: Sequence[Path], where: str) -> Template:
     """Compile `spec` (a file name looked up in `folders`, or inline text); ConfigError naming `where`."""
-    import jinja2
-    from jinja2.exceptions import SecurityError
-
     if _inline(spec):
         source, text = "inline", spec
     else:
@@ -123,9 +120,38 @@ def load_template(spec: str, folders: Sequence[Path], where: str) -> Template:
             raise ConfigError(f"{where}: template '{spec}' not found (looked in {looked}); check the file name, "
                               "or put it beside the task's data (benchmark.data_dir) or in its prompt_dir")
         source, text = str(found), found.read_text(encoding="utf-8")
+    return _compile(source, text, where)
+
+
+def _compile(source: str, text: str, where: str) -> Template:
+    import jinja2
+    from jinja2.exceptions import SecurityError
+
     try:
         return Template(source=source, text=text, compiled=sandboxed_environment().from_string(text), where=where)
     except jinja2.TemplateSyntaxError as exc:
-        raise ConfigError(f"{where}: template {source} line {exc.lineno}: {exc.message}") from None
+        raise ConfigError(f"{where + ': ' if where else ''}template {source} line {exc.lineno}: {exc.message}") \
+            from None
     except SecurityError as exc:
         raise unsafe(where, source, exc) from None
+
+
+def render(directory: Path, name: str, **variables: Any) -> str:
+    """Render the prompt file `directory/name` (a task's own `prompts/` folder) with `variables`, surrounding
+    whitespace stripped; compiled once per process. A template the sandbox refuses is a ConfigError naming
+    its file."""
+    return _prompt_file(str(directory), name).render(**variables)
+
+
+def check(directory: Path, name: str, where: str) -> None:
+    """Compile the prompt file `directory/name` now (at build time), so a missing, misspelt or unsafe template
+    stops the run before any request: a ConfigError naming `where` and the file."""
+    _prompt_file(str(directory), name, where)
+
+
+@cache
+def _prompt_file(directory: str, name: str, where: str = "") -> Template:
+    path = Path(directory) / name
+    if not path.is_file():
+        raise ConfigError(f"{where + ': ' if where else ''}template {path} not found")
+    return _compile(str(path), path.read_text(encoding="utf-8"), where)

@@ -7,11 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runner.tasks.base import require, sample_id
-from runner.types import Sample
-
-
-def _letters(n: int) -> list[str]:
-    return [chr(ord("A") + i) for i in range(n)]
+from runner.types import Sample, letters
 
 
 class SingleAnswer:
@@ -21,7 +17,7 @@ class SingleAnswer:
         require(row, "Question", "Choices", "Answer")
         choices = tuple(str(c) for c in row["Choices"])
         answer = str(row["Answer"]).strip().upper()
-        if answer not in _letters(len(choices)):
+        if answer not in letters(len(choices)):
             raise ValueError(f"Answer '{row['Answer']}' is not one of the {len(choices)} option letters")
         return Sample(id=sample_id(row, index), input=str(row["Question"]), target=answer, choices=choices)
 
@@ -33,7 +29,7 @@ class MultipleAnswers:
         require(row, "Question", "Choices", "Answers")
         column = row["Choices"]
         choices = tuple(str(t) for t in (column["text"] if isinstance(column, Mapping) else column))
-        labels = _letters(len(choices))
+        labels = letters(len(choices))
         gold = [row["Answers"]] if isinstance(row["Answers"], str) else list(row["Answers"])
         answers = tuple(sorted({str(a).strip().upper() for a in gold}))
         if not answers or any(a not in labels for a in answers):

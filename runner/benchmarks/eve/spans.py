@@ -1,7 +1,8 @@
 """EVE hallucination spans: the model quotes the hallucinated parts of an answer; scored per character.
 
-Reads the same rows as `hallucination_detection` (Question, Answer, Hard labels, Soft labels) and
-scores with SemEval-2025 Mu-SHROOM's metrics (see span_metrics.py for the rules).
+A YAML task (conf/task/eve/hallucination_spans.yaml) made of three parts kept here: `SpanRows` reads the same
+rows as `hallucination_detection` (Question, Answer, Hard labels, Soft labels), `SpanChat` asks for the quotes
+as structured output, and `SpanScorer` scores them with SemEval-2025 Mu-SHROOM's metrics (span_metrics.py).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from runner.benchmarks.eve.span_metrics import (
@@ -23,17 +26,14 @@ from runner.benchmarks.eve.span_metrics import (
 )
 from runner.judges.panel import json_schema_format
 from runner.judges.parsers import find_json_object
-from runner.metrics.core import mean
-from runner.metrics.results import task_result
+from runner.solvers.chat import Chat
 from runner.tasks.base import Context, require, sample_id
-from runner.tasks.generative import GenerativeTask
-from runner.types import Sample, SampleRecord, Scored, TaskResult
+from runner.types import Sample, Scored
 
 _QUOTE_WITH_CONFIDENCE = {"type": "object", "additionalProperties": False, "required": ["text", "confidence"],
                           "properties": {"text": {"type": "string"},
                                          "confidence": {"type": "number", "minimum": 0, "maximum": 1}}}
 SPAN_KEY = "hallucinated_spans"
-MEAN_METRICS = ("span_iou", "span_spearman")
 
 
 def response_format(confidence: bool) -> dict[str, Any]:
@@ -97,80 +97,91 @@ def gold_spans(row: Mapping[str, Any], length: int) -> tuple[list[list[int]], li
     return hard, soft
 
 
-class HallucinationSpans(GenerativeTask):
-    """Span-level detection; metrics span_iou, span_spearman and character-level precision/recall/F1."""
+class SpanRows:
+    """A row as a sample whose target is the reference the records show: `{hard_labels, soft_labels}`."""
 
-    system_prompt = "spans_system.j2"
-    user_prompt = "spans_question.j2"
-    headline = "span_iou"
-
-    def __init__(self, name: str, confidence: bool = True, **kwargs: Any) -> None:
-        super().__init__(name, **kwargs)
-        self.confidence = bool(confidence)
-
-    def to_sample(self, row: Mapping[str, Any], index: int) -> Sample:
+    def __call__(self, row: Mapping[str, Any], index: int) -> Sample:
         require(row, "Question", "Answer", "Hard labels", "Soft labels")
         answer = str(row["Answer"])
         hard, soft = gold_spans(row, len(answer))
-        return Sample(id=sample_id(row, index), input=str(row["Question"]), target=hard,
-                      metadata={"answer": answer, "soft": soft})
+        return Sample(id=sample_id(row, index), input=str(row["Question"]),
+                      target={"hard_labels": hard,
+                              "soft_labels": [{"start": s, "end": e, "prob": p} for s, e, p in soft]},
+                      metadata={"answer": answer})
 
-    def prompt_vars(self, sample: Sample) -> dict[str, Any]:
-        return {**super().prompt_vars(sample), "answer": sample.metadata["answer"],
-                "confidence": self.confidence}
 
-    def shot_reply(self, sample: Sample) -> str:
+def _soft(target: Mapping[str, Any]) -> list[tuple[int, int, float]]:
+    return [(int(x["start"]), int(x["end"]), float(x["prob"])) for x in target["soft_labels"]]
+
+
+class SpanChat(Chat):
+    """Chat asking for `{"hallucinated_spans": [...]}` as structured output: quotes with a confidence each
+    (`confidence: true`), or bare quotes. A few-shot example's reply is its gold spans in that form."""
+
+    def __init__(self, user: str, system: str | None = None, confidence: bool = True) -> None:
+        super().__init__(user=user, system=system)
+        self.confidence = bool(confidence)
+
+    def variables(self, sample: Sample) -> dict[str, Any]:
+        return {**super().variables(sample), "answer": sample.metadata["answer"], "confidence": self.confidence}
+
+    def shot_reply(self, shot: Sample) -> str:
         # The gold hard spans, each with the highest gold soft probability inside it.
-        answer, soft = sample.metadata["answer"], sample.metadata["soft"]
-        spans = []
-        for s, e in sample.target:
+        answer, soft = shot.metadata["answer"], _soft(shot.target)
+        spans: list[Any] = []
+        for s, e in shot.target["hard_labels"]:
             prob = max((p for ss, se, p in soft if ss < e and s < se), default=1.0)
             spans.append({"text": answer[s:e], "confidence": prob} if self.confidence else answer[s:e])
         return json.dumps({SPAN_KEY: spans}, ensure_ascii=False)
 
-    def reference(self, sample: Sample) -> Any:
-        return {"hard_labels": sample.target,
-                "soft_labels": [{"start": s, "end": e, "prob": p} for s, e, p in sample.metadata["soft"]]}
+    def response_format(self) -> dict[str, Any]:
+        return response_format(self.confidence)
 
-    async def score(self, sample: Sample, text: str, ctx: Context) -> Scored:
+
+@dataclass(frozen=True)
+class SpanPRF:
+    """Character-level precision, recall and F1 over every sample's characters (not means: no stderr)."""
+
+    def headline(self) -> str:
+        return "span_f1"
+
+    def keys(self, records: Sequence[Mapping[str, Any]]) -> list[str]:
+        return ["span_precision", "span_recall", "span_f1"]
+
+    def compute(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+        return micro_prf(r["scores"] for r in records)
+
+    def per_sample(self, record: Mapping[str, Any]) -> dict[str, float]:
+        return {}
+
+
+class SpanScorer:
+    """The quotes a reply gives, mapped onto the answer and scored against the gold spans."""
+
+    def prepare(self, folders: Sequence[Path], where: str) -> None:
+        """Nothing to load."""
+
+    def metrics(self) -> list[Any]:
+        return ["mean:span_iou", "mean:span_spearman", SpanPRF()]
+
+    async def __call__(self, sample: Sample, text: str, ctx: Context) -> Scored:
+        hard = sample.target["hard_labels"]
         quotes = parse_quotes(text)
         if quotes is None:
-            return Scored(answer=None, scores=unparsed_scores(sample.target))
+            return Scored(answer=None, scores=unparsed_scores(hard))
         answer = sample.metadata["answer"]
         mapped = map_quotes(answer, quotes)
-        scores = score_sample(answer, sample.target, sample.metadata["soft"], mapped)
-        hard = [i for i, p in enumerate(probabilities(len(answer), mapped.spans)) if p > HARD_THRESHOLD]
-        return Scored(answer={"spans": intervals(hard),
+        scores = score_sample(answer, hard, _soft(sample.target), mapped)
+        predicted = [i for i, p in enumerate(probabilities(len(answer), mapped.spans)) if p > HARD_THRESHOLD]
+        return Scored(answer={"spans": intervals(predicted),
                               "soft_spans": [{"start": s, "end": e, "prob": p} for s, e, p in mapped.spans],
                               "unmatched_quotes": [{"text": q.text, "confidence": q.confidence}
                                                    for q in mapped.unmatched]},
                       scores=scores)
 
-    async def evaluate(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> SampleRecord:
-        """As GenerativeTask.evaluate, with the span list asked for as structured output."""
-        assert ctx.model is not None
-        messages = self.messages(sample, shots)
-        out = await ctx.model.complete(messages, params=self.params,
-                                       response_format=response_format(self.confidence))
-        scored = await self.score(sample, out.text, ctx)
-        return SampleRecord(
-            id=sample.id, task=self.name, prompt=messages, reference=self.reference(sample),
-            response=out.text, answer=scored.answer, scores=scored.scores, status="ok", model=ctx.model.name,
-            usage={"model": {**out.usage.__dict__, "served_model": out.model}, "judges": {}})
-
-    def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
-        def metrics(ok: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-            rows = [r["scores"] for r in ok]
-            out = {m: mean(row[m] for row in rows) for m in MEAN_METRICS}
-            out.update(micro_prf(rows))
-            return out
-
-        zero = {m: 0.0 for m in (*MEAN_METRICS, "span_precision", "span_recall", "span_f1")}
-        result = task_result(records, metrics, zero=zero,
-                             per_sample=lambda r: {m: r["scores"][m] for m in MEAN_METRICS})
-        # Counts, not rates (so not in `metrics`): quotes the model made that are not in the answer,
-        # and replies that were not the JSON asked for.
+    def counts(self, records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+        """Counts, not rates (so not in `metrics`): quotes the model made that are not in the answer, and
+        replies that were not the JSON asked for."""
         ok = [r for r in records if r.get("status") != "error"]
-        result.counts = {"span_unmatched_quotes": int(sum(r["scores"]["unmatched_quotes"] for r in ok)),
-                         "span_unparsed": sum(r["answer"] is None for r in ok)}
-        return result
+        return {"span_unmatched_quotes": int(sum(r["scores"]["unmatched_quotes"] for r in ok)),
+                "span_unparsed": sum(r["answer"] is None for r in ok)}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.benchmarks.mugen.audio import Clip
-from runner.tasks.prompts import render
+from runner.tasks.templates import render
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 LETTERS = "ABCDEFGHIJ"

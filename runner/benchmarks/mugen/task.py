@@ -30,7 +30,7 @@ from runner.metrics.core import majority_vote, mean
 from runner.metrics.results import task_result
 from runner.run.store import record_key
 from runner.tasks.base import BaseTask, Context
-from runner.tasks.prompts import render
+from runner.tasks.templates import render
 from runner.types import Judgement, ModelOutput, Sample, SampleRecord, TaskResult, Usage
 
 log = logging.getLogger("runner")

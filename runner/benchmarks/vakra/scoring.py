@@ -19,7 +19,7 @@ from typing import Any
 from runner.judges.panel import Panel, json_schema_format
 from runner.judges.parsers import parse_binary, parse_grounded
 from runner.metrics.core import majority_vote
-from runner.tasks.prompts import render
+from runner.tasks.templates import render
 from runner.types import Judgement
 
 RESPONSE_WINDOW = 20

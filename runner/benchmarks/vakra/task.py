@@ -24,7 +24,7 @@ from runner.benchmarks.vakra.scoring import RESPONSE_WINDOW, TurnScore, TurnScor
 from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable, StartLedger, server_spec
 from runner.run.provenance import data_block
 from runner.tasks.base import BaseTask, Context, Loaded
-from runner.tasks.prompts import render
+from runner.tasks.templates import render
 from runner.types import Sample, SampleRecord, TaskResult
 
 log = logging.getLogger("runner")

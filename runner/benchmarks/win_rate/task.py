@@ -23,7 +23,7 @@ from runner.judges.parsers import parse_winner
 from runner.metrics.results import judge_names, task_result
 from runner.models.litellm_model import Endpoint
 from runner.tasks.base import BaseTask, Context
-from runner.tasks.prompts import render
+from runner.tasks.templates import render
 from runner.types import Sample, SampleRecord, TaskResult, Usage
 
 ORDERS = ("one", "both")

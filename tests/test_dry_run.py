@@ -268,3 +268,23 @@ def test_hydra_mode_multirun_as_an_override_still_sweeps(fake_llm, tmp_path):
                timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert len(sorted(sweep.rglob("plan.json"))) == 2 and fake_llm.count == 0, proc.stdout + proc.stderr
+
+
+def test_a_task_type_written_outside_the_runner_gets_a_right_plan(fake_llm, tmp_path):
+    # A user's task class (allow_code) that asks three times per sample says so in planned_calls: the plan
+    # counts what the run then sends, with no edit to the runner.
+    fake_llm.default = "4"
+    bench = TESTS / "fixtures" / "yaml_bench"
+    args = [f"hydra.searchpath=[file://{bench / 'conf'}]", f"benchmark.data_dir={bench / 'data'}", "benchmark=arith",
+            "benchmark.specs.arithmetic._target_=my_scorers.AskThrice", "~benchmark.specs.arithmetic.fields",
+            "~benchmark.specs.arithmetic.solver", "~benchmark.specs.arithmetic.scorers", "allow_code=[my_scorers]",
+            "benchmark.num_fewshot=0", "model=openai-compatible", f"model.api_base={fake_llm.base_url}",
+            "model.api_key=k", "judges=none", "tracker=none", "progress=false", "cache.enabled=false"]
+    env = {"PYTHONPATH": str(TESTS / "fixtures" / "user_pkg")}
+    planned = cli([*args, "dry_run=true", f"hydra.run.dir={tmp_path / 'plan'}"], env=env, timeout=120)
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads((tmp_path / "plan" / "plan.json").read_text())
+    ran = cli([*args, f"hydra.run.dir={tmp_path / 'run'}"], env=env, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    rows = len((bench / "data" / "arithmetic.jsonl").read_text().splitlines())
+    assert plan["endpoints"]["openai-compatible"]["requests"] == fake_llm.count == 3 * rows

@@ -97,7 +97,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
         if cfg.audit.labels:  # a bad labels file is found now, not after every request
             from runner.outputs.audit import read_labels  # numpy and friends: only when an audit is asked for
 
-            read_labels(cfg.audit.labels, models=_pair_models(built))
+            read_labels(cfg.audit.labels, models=[name for t in built.tasks for name in t.label_names])
         store = SampleStore(run_dir)
         ctx = Context(model=built.model, panel=built.panel, seed=int(cfg.seed), run_dir=run_dir,
                       epochs=int(cfg.epochs))
@@ -181,7 +181,7 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
             built.stack.close()
             restore_prices()  # the next job of a sweep in this process gets only its own pricing_file
     Display(enabled=False).table(results)
-    _report_problems(results)
+    _report_problems(results, built.benchmark)
     print(closing_line(results), flush=True)
     return results
 
@@ -228,11 +228,6 @@ def _audit_tables(result: dict[str, Any]) -> dict[str, tuple[list[str], list[lis
             "audit/disagreements": (["task", "rater", "id", "label", "verdict", "explanation"], disagreements)}
 
 
-def _pair_models(built: Any) -> list[str]:
-    """The model names a pairwise task's labels may use instead of A and B."""
-    return [str(m) for t in built.tasks for m in (getattr(t, "model_a", None), getattr(t, "model_b", None)) if m]
-
-
 def _totals(usage: dict[str, Any]) -> dict[str, Any]:
     """Every count summed over the endpoints; `cost_usd` (and `saved_usd`) null when any endpoint's is."""
     from runner.run.invocations import totals
@@ -240,17 +235,6 @@ def _totals(usage: dict[str, Any]) -> dict[str, Any]:
     return totals(usage)
 
 
-def _report_problems(results: dict[str, Any]) -> None:
-    s = results["summary"]
-    if s.get("n_errors"):
-        log.warning("%d sample(s) failed and are left out of the metrics (error_ids in results.json); "
-                    "re-run with the same hydra.run.dir to retry only them", s["n_errors"])
-    if s.get("n_invalid"):
-        log.warning("%d sample(s) had a judge reply that could not be parsed, counted as a fail "
-                    "(invalid_ids in results.json; the raw replies are in the samples files)", s["n_invalid"])
-    if s.get("n_missing_predictions"):
-        log.warning("%d ground-truth dialogue(s) have no prediction: scored 0 in the summary mean, left out of "
-                    "the domain means (missing_prediction_uuids in results.json)", s["n_missing_predictions"])
-    if s.get("n_extra_predictions"):
-        log.warning("%d prediction(s) match no ground-truth dialogue and were not scored "
-                    "(extra_prediction_uuids in results.json)", s["n_extra_predictions"])
+def _report_problems(results: dict[str, Any], benchmark: Any) -> None:
+    for line in benchmark.warnings(results["summary"]):
+        log.warning("%s", line)

@@ -106,7 +106,7 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
         raise ConfigError(f"model {model_entry['name']} would be graded by the embedded demo judge, which "
                           "only grades the embedded demo model; choose a real panel with judges=NAME "
                           f"({', '.join(p for p in _panels() if p != 'local')}) or your own judges file")
-    audio = [t.name for t in tasks if getattr(t, "needs_audio", False)]
+    audio = [t.name for t in tasks if t.needs_audio]
     if model_entry and model_entry.get("server") and audio:
         more = f" (and {len(audio) - 1} more task(s))" if len(audio) > 1 else ""
         raise ConfigError(f"the model under test, {model_entry['name']}, is the embedded demo model and reads "

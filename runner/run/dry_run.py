@@ -23,19 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.benchmarks.mugen.task import MugenTask
-from runner.benchmarks.vakra.task import DomainTask
-from runner.benchmarks.win_rate.task import PairwiseTask
 from runner.models.litellm_model import Endpoint, count_tokens
 from runner.models.replay import ReplayEndpoint
 from runner.run.build import Built
 from runner.run.pipeline import Plan
 from runner.run.store import record_key, write_json
-from runner.scorers.extractor import Extractor
-from runner.solvers.chat import variables
 from runner.tasks.base import BaseTask
-from runner.tasks.task import Task
-from runner.tasks.templates import render
 from runner.types import Sample
 
 PLAN_FILE = "plan.json"
@@ -120,6 +113,7 @@ class _Estimator:
         return self.tallies.setdefault((task.name, endpoint.name), Tally())
 
     def job(self, task: BaseTask, sample: Sample, shots: Sequence[Sample]) -> None:
+        """Count what the task says one sample would send (`BaseTask.planned_calls`)."""
         model = self.built.model
         reply: str | None = None
         reply_cap: int | None = None
@@ -130,83 +124,23 @@ class _Estimator:
                 if reply is None:  # no recorded reply: the sample is an error, no judge is asked
                     return
             else:
-                messages = self.model_messages(task, sample, shots)
                 reply_cap = output_cap(model, task.params)
-                # Several calls per sample: self-consistency votes, or an agent's steps (at most max_steps).
-                calls = max(1, int(getattr(task, "self_consistency", 1) or 1)) * \
-                    max(1, int(getattr(task, "max_model_calls", 1) or 1))
-                self.tally(task, model).add(count_tokens(model.model, messages), reply_cap, self.prices[model.name],
-                                            calls=calls)
-        self.extractor_calls(task, sample, reply, reply_cap)
-        if not task.needs_judges:
-            return
-        for judge in self.built.panel.judges:
-            cap = output_cap(judge, None)  # judges are sent their entry's params only
-            for prompt, needs_reply in self.judge_prompts(task, sample, judge.name, reply):
-                tokens = count_tokens(judge.model, [{"role": "user", "content": prompt}])
-                if needs_reply and reply_cap is not None:
-                    tokens += reply_cap
-                    self.reply_caps.add(reply_cap)
-                self.tally(task, judge).add(tokens, cap, self.prices[judge.name], estimated=needs_reply)
-
-    def extractor_calls(self, task: BaseTask, sample: Sample, reply: str | None, reply_cap: int | None) -> None:
-        """One call per sample to each choice scorer's extractor: an upper bound, since it is asked only for
-        the replies the rules cannot read (its prompt holds the reply, counted as the model's max_tokens)."""
-        for scorer in getattr(task, "scorers", {}).values():
-            extractor = getattr(scorer, "extractor", None)
-            if not isinstance(extractor, Extractor) or extractor.endpoint is None:
+        judges = {j.name: j for j in self.built.panel.judges} if task.needs_judges else {}
+        for call in task.planned_calls(sample, shots, list(judges), reply, self.seed):
+            endpoint = model if call.role == "model" else judges.get(call.judge or "") if call.role == "judge" \
+                else call.endpoint
+            if endpoint is None or (call.role == "model" and reply is not None):
                 continue
-            endpoint = extractor.endpoint
-            messages = extractor.messages(sample, reply or "", bool(getattr(scorer, "multiple", False)))
-            tokens = count_tokens(endpoint.model, messages) + ((reply_cap or 0) if reply is None else 0)
-            if reply is None and reply_cap is not None:
+            tokens = count_tokens(endpoint.model, call.messages)
+            if call.holds_reply and reply_cap is not None:
+                tokens += reply_cap
                 self.reply_caps.add(reply_cap)
-            self.tally(task, endpoint).add(tokens, output_cap(endpoint, None), self.prices[endpoint.name],
-                                           estimated=reply is None)
-
-    def model_messages(self, task: BaseTask, sample: Sample, shots: Sequence[Sample]) -> list[dict[str, Any]]:
-        """The chat messages the model would get; the bare question for a task that builds its own."""
-        if isinstance(task, Task):
-            return list(task.solver.messages(sample, shots))
-        self.approximate.add(task.name)
-        return [{"role": "user", "content": str(sample.input)}]
-
-    def judge_prompts(self, task: BaseTask, sample: Sample, judge: str, reply: str | None,
-                      ) -> list[tuple[str, bool]]:
-        """(prompt, whether it holds a reply not written yet) for each call `judge` would get."""
-        if isinstance(task, PairwiseTask):  # one call per order shown, with the recorded answers
-            answers = {task.model_a: sample.metadata["answer_a"], task.model_b: sample.metadata["answer_b"]}
-            calls = []
-            for first in task.shown_first(self.seed, judge, sample.input):
-                second = task.model_b if first == task.model_a else task.model_a
-                calls.append((render(task.prompt_dir, task.prompt, question=sample.input, answer_a=answers[first],
-                                     answer_b=answers[second],
-                                     reference=sample.target if task.with_reference else ""), False))
-            return calls
-        if isinstance(task, Task):  # every judged scorer asks every judge once
-            calls = []
-            for scorer in task.scorers.values():
-                if not hasattr(scorer, "rubric_text"):
-                    continue
-                rubric = getattr(scorer, "rubric", None)
-                if rubric is None or not hasattr(rubric, "render"):
-                    self.approximate.add(task.name)
-                    calls.append((f"{scorer.rubric_text()}\n{sample.input}", reply is None))
-                    continue
-                calls.append((rubric.render(**variables(sample), response=reply or ""), reply is None))
-            return calls
-        if isinstance(task, MugenTask):  # the judge reads the instruction, the gold option and the reply
-            if task.predictions:
-                reply = sample.metadata["record"].get("response")
-                if reply is None:
-                    return []  # names no option: incorrect, no judge asked
-            return [(render(task.judge_dir, task.judge_file, instruction=sample.input, answer=sample.target,
-                            response=str(reply or ""), output="lines" if task.strict else "json"), reply is None)]
-        if isinstance(task, DomainTask) and sample.metadata.get("pred") is None:
-            return []  # a missing prediction scores 0 without a judge
-        # A task's own judging: at most one call per rubric, counted as its text and the question.
-        self.approximate.add(task.name)
-        return [(f"{text}\n{sample.input}", reply is None) for text in task.rubric_texts()]
+            # The model gets the task's params under its entry's; judges and extractors their entry's only.
+            cap = output_cap(endpoint, task.params if call.role == "model" else None)
+            self.tally(task, endpoint).add(tokens, cap, self.prices[endpoint.name], calls=call.calls,
+                                           estimated=call.holds_reply)
+            if not call.exact:
+                self.approximate.add(task.name)
 
 
 def _endpoint_block(tally: Tally) -> dict[str, Any]:

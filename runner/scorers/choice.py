@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from runner.metrics.core import iou
 from runner.scorers.extractor import Extractor
 from runner.scorers.reading import read_reply
+from runner.tasks.base import PlannedCall
 from runner.types import Sample, Scored
 
 if TYPE_CHECKING:
@@ -58,6 +59,15 @@ class Choice:
         read_by = [r.get("read_by") or (r.get("extra") or {}).get("read_by") for r in records
                    if r.get("status") != "error"]
         return {"read_by_rules": read_by.count("rules"), "read_by_extractor": read_by.count("extractor")}
+
+    def planned_calls(self, sample: Sample, reply: str | None, judges: Sequence[str]) -> list[PlannedCall]:
+        """The extractor once per sample: an upper bound, since it is asked only for the replies the rules
+        cannot read (its prompt holds the reply, counted as the model's max_tokens while not written)."""
+        extractor = self.extractor
+        if extractor is None or extractor.endpoint is None:
+            return []
+        return [PlannedCall("extractor", extractor.messages(sample, reply or "", self.multiple),
+                            endpoint=extractor.endpoint, holds_reply=reply is None)]
 
     async def __call__(self, sample: Sample, text: str, ctx: Context) -> Scored:
         """Read the letter(s), by the rules first, and score them."""

@@ -17,6 +17,7 @@ from runner.judges.parsers import Verdict, parse_binary, parse_grounded
 from runner.metrics.core import mean, unanimous
 from runner.metrics.named import VOTES, JudgePanel
 from runner.solvers.chat import variables
+from runner.tasks.base import PlannedCall
 from runner.tasks.templates import Template, load_template
 from runner.types import Judgement, Sample, Scored
 
@@ -75,6 +76,12 @@ class Judged:
         """The rubric as written (part of every judged record's fingerprint)."""
         assert self.rubric is not None
         return self.rubric.text
+
+    def planned_calls(self, sample: Sample, reply: str | None, judges: Sequence[str]) -> list[PlannedCall]:
+        """Each judge once, with the rubric rendered for this sample (the reply empty when not written yet)."""
+        assert self.rubric is not None
+        prompt = [{"role": "user", "content": self.rubric.render(**variables(sample), response=reply or "")}]
+        return [PlannedCall("judge", prompt, judge=judge, holds_reply=reply is None) for judge in judges]
 
     async def __call__(self, sample: Sample, text: str, ctx: Context) -> Scored:
         """Ask every judge; a call that fails after its retries propagates (the sample is an error)."""

@@ -30,6 +30,9 @@ class Chat:
     template for the shot, then `shot` rendered for it as the assistant's turn (default: its target).
     """
 
+    calls = 1
+    """Model calls per sample."""
+
     def __init__(self, user: str, system: str | None = None, shot: str = "{{ target }}") -> None:
         self.specs = {"user": user, "system": system, "shot": shot}
         self.templates: dict[str, Template] = {}

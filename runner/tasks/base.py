@@ -124,11 +124,35 @@ class Loaded:
             self.samples = []
 
 
+@dataclass(frozen=True)
+class PlannedCall:
+    """One request a sample would send, as a task describes it to a dry run (runner/run/dry_run.py counts its
+    tokens and prices it; budgets and plan.json use the same counts)."""
+
+    role: str
+    """`model` (the model under test), `judge` (the panel's judge named `judge`) or `extractor` (`endpoint`)."""
+    messages: list[dict[str, Any]]
+    judge: str | None = None
+    endpoint: Any = None
+    """An extractor's own endpoint (runner/scorers/extractor.py)."""
+    holds_reply: bool = False
+    """The prompt holds the model's reply, not written yet: counted as the model's `max_tokens` more."""
+    calls: int = 1
+    """How many such requests (votes, an agent's steps at most: an upper bound)."""
+    exact: bool = True
+    """False: the task cannot render this prompt ahead (its tokens are an estimate, the plan says so)."""
+
+
 class BaseTask:
     """How one task asks a sample and scores the reply. Subclasses implement the three hooks."""
 
     needs_model = True
     needs_judges = False
+    needs_audio = False
+    """The model under test hears audio clips (the embedded text-only demo model is refused for it)."""
+    label_names: tuple[str, ...] = ()
+    """Names human labels of this task may use besides a judge's own verdicts (a pairwise task: its two
+    models' names for A and B; runner.audit)."""
     headline = "accuracy"
     """The metric the run summary and the final table lead with."""
     spec: Mapping[str, Any] = {}
@@ -179,6 +203,23 @@ class BaseTask:
     def rubric_texts(self) -> list[str]:
         """The text of every judge prompt template this task uses (a changed rubric changes verdicts)."""
         return []
+
+    def planned_calls(self, sample: Sample, shots: Sequence[Sample], judges: Sequence[str], reply: str | None,
+                      seed: int) -> list[PlannedCall]:
+        """Every request asking and scoring `sample` would send, for a dry run; nothing is sent. `judges`: the
+        panel's judges when the task is judged; `reply`: the model's reply when it is already known (rejudge
+        replays recorded replies: then no model call is planned and judge prompts hold the reply itself).
+
+        Default: one model call with the bare question, and one call per judge per rubric holding the
+        question, both marked inexact; a task that renders its own prompts says so exactly."""
+        calls = []
+        if self.needs_model and reply is None:
+            calls.append(PlannedCall("model", [{"role": "user", "content": str(sample.input)}], exact=False))
+        for judge in judges:
+            calls += [PlannedCall("judge", [{"role": "user", "content": f"{text}\n{sample.input}\n{reply or ''}"}],
+                                  judge=judge, holds_reply=self.needs_model and reply is None, exact=False)
+                      for text in self.rubric_texts()]
+        return calls
 
     def finished(self, record: Mapping[str, Any]) -> bool:
         """Whether a record kept from an earlier run into the same run dir is done, so resume skips it.

@@ -25,7 +25,7 @@ from runner.config import instantiate, plain
 from runner.errors import ConfigError
 from runner.metrics.named import Aggregation, aggregation
 from runner.metrics.results import task_result
-from runner.tasks.base import BaseTask, Context, require, sample_id
+from runner.tasks.base import BaseTask, Context, PlannedCall, require, sample_id
 from runner.types import Sample, SampleRecord, Scored, Solved, TaskResult
 
 
@@ -34,7 +34,11 @@ class Solver(Protocol):
 
     def prepare(self, folders: Sequence[Path], where: str) -> None: ...
 
+    calls: int
+    """How many model calls one sample takes at most (1 for one chat call; votes, critique and revise: more)."""
+
     def messages(self, sample: Sample, shots: Sequence[Sample]) -> list[dict[str, str]]: ...
+    """What the model is asked (its first call's messages, for a solver that makes several)."""
 
     async def __call__(self, sample: Sample, shots: Sequence[Sample], ctx: Context,
                        params: dict[str, Any]) -> Solved: ...
@@ -50,6 +54,10 @@ class Scorer(Protocol):
     """Its default metrics: aggregation names (`mean:accuracy`) or aggregation objects."""
 
     async def __call__(self, sample: Sample, text: str, ctx: Context) -> Scored: ...
+
+    # Optional: `planned_calls(sample, reply, judges) -> list[PlannedCall]`, the requests scoring one sample
+    # sends (a judged scorer's judges, a choice scorer's extractor), for dry runs; a scorer without it sends
+    # none.
 
 
 RowAdapter = Callable[[Mapping[str, Any], int], Sample]
@@ -116,6 +124,18 @@ class Task(BaseTask):
 
     def rubric_texts(self) -> list[str]:
         return [s.rubric_text() for s in self.scorers.values() if hasattr(s, "rubric_text")]
+
+    def planned_calls(self, sample: Sample, shots: Sequence[Sample], judges: Sequence[str], reply: str | None,
+                      seed: int) -> list[PlannedCall]:
+        """The solver's messages (`calls` of them at most), then what each scorer says it would send."""
+        calls: list[PlannedCall] = []
+        if reply is None:
+            calls.append(PlannedCall("model", list(self.solver.messages(sample, shots)), calls=self.solver.calls))
+        for scorer in self.scorers.values():
+            planned = getattr(scorer, "planned_calls", None)  # optional in the Scorer protocol
+            if planned is not None:
+                calls += planned(sample, reply, judges)
+        return calls
 
     def finished(self, record: Mapping[str, Any]) -> bool:
         """Done unless an error, or a kept record lacks a score a scorer now gives (e.g. a new metric)."""

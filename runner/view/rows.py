@@ -59,10 +59,9 @@ def score_keys(records: Iterable[dict[str, Any]]) -> list[str]:
     return list(keys)
 
 
-def default_score(keys: Sequence[str], block: dict[str, Any], pairwise: dict[str, str] | None) -> str:
-    """The score name a task's samples are classed by ("" for pairwise tasks: model A's mean credit)."""
-    if pairwise is not None:
-        return ""
+def default_score(keys: Sequence[str], block: dict[str, Any], pairwise: dict[str, str] | None = None) -> str:
+    """The score name a task's samples are classed by: a preferred one, else the task's headline metric
+    where its records give it per sample (a win-rate sample gives model A's credit so), else the first."""
     for key in PREFERRED_SCORES:
         if key in keys:
             return key
@@ -81,16 +80,9 @@ def pairwise_models(records: Sequence[dict[str, Any]]) -> dict[str, str] | None:
     return None
 
 
-def sample_score(record: dict[str, Any], key: str, pairwise: dict[str, str] | None) -> float | None:
-    """The sample's headline value: `scores[key]`, or for a pairwise sample model A's credit (1 win, ½ tie,
-    0 loss) averaged over the judges whose verdict was valid."""
-    scores = record.get("scores") or {}
-    if pairwise is None:
-        return number(scores.get(key))
-    credits = [number(v) for k, v in scores.items() if k.startswith("alpaca_win_rate/")
-               and k.endswith("/" + pairwise["a"])]
-    valid = [c for c in credits if c is not None]
-    return sum(valid) / len(valid) if valid else None
+def sample_score(record: dict[str, Any], key: str, pairwise: dict[str, str] | None = None) -> float | None:
+    """The sample's value of the score `key` (None where it has none)."""
+    return number((record.get("scores") or {}).get(key))
 
 
 def outcome(record: dict[str, Any], score: float | None) -> str:

@@ -29,7 +29,7 @@ from runner.judges.panel import json_schema_format
 from runner.metrics.core import majority_vote, mean
 from runner.metrics.results import task_result
 from runner.run.store import record_key
-from runner.tasks.base import BaseTask, Context
+from runner.tasks.base import BaseTask, Context, PlannedCall
 from runner.tasks.templates import render
 from runner.types import Judgement, ModelOutput, Sample, SampleRecord, TaskResult, Usage
 
@@ -218,6 +218,24 @@ class MugenTask(BaseTask):
 
     def rubric_texts(self) -> list[str]:
         return [(self.judge_dir / self.judge_file).read_text(encoding="utf-8")]
+
+    def planned_calls(self, sample: Sample, shots: Sequence[Sample], judges: Sequence[str], reply: str | None,
+                      seed: int) -> list[PlannedCall]:
+        """The model's call(s) (one per self-consistency vote; the audio parts count no tokens, so the text
+        is the bare instruction: inexact), then the judge, who reads the instruction, the gold option and
+        the reply. A prediction without a response names no option: incorrect, no judge asked."""
+        calls: list[PlannedCall] = []
+        if self.predictions:
+            reply = sample.metadata["record"].get("response")
+            if reply is None:
+                return []
+        elif reply is None:
+            calls.append(PlannedCall("model", [{"role": "user", "content": str(sample.input)}],
+                                     calls=max(1, self.self_consistency), exact=False))
+        prompt = render(self.judge_dir, self.judge_file, instruction=sample.input, answer=sample.target,
+                        response=str(reply or ""), output="lines" if self.strict else "json")
+        return calls + [PlannedCall("judge", [{"role": "user", "content": prompt}], judge=judge,
+                                    holds_reply=reply is None) for judge in judges]
 
     def finished(self, record: Mapping[str, Any]) -> bool:
         """Only `ok` records are done: failed calls and invalid judgements are asked again. Judging a

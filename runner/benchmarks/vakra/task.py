@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from runner.benchmarks.vakra.report import domain_result
 from runner.benchmarks.vakra.scoring import RESPONSE_WINDOW, TurnScore, TurnScorer, aggregate
 from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable, StartLedger, server_spec
 from runner.run.provenance import data_block
-from runner.tasks.base import BaseTask, Context, Loaded
+from runner.tasks.base import BaseTask, Context, Loaded, PlannedCall
 from runner.tasks.templates import render
 from runner.types import Sample, SampleRecord, TaskResult
 
@@ -228,10 +228,15 @@ class DomainTask(BaseTask):
             return await self.agent.run(ctx.model, session, sample.metadata["pred"], params=self.params,
                                         prelude=prelude)
 
-    @property
-    def max_model_calls(self) -> int:
-        """Model calls one dialogue may take (the dry run's upper bound): max_steps in agent mode."""
-        return self.agent.max_steps if self.agent is not None else 0
+    def planned_calls(self, sample: Sample, shots: Sequence[Sample], judges: Sequence[str], reply: str | None,
+                      seed: int) -> list[PlannedCall]:
+        """In agent mode the model's steps (max_steps at most, the question as their text: inexact), then
+        the judges' rubrics; a missing prediction scores 0 without a judge."""
+        if self.agent is None and sample.metadata.get("pred") is None:
+            return []
+        calls = super().planned_calls(sample, shots, judges, reply, seed)
+        return [replace(c, calls=self.agent.max_steps) if c.role == "model" and self.agent is not None else c
+                for c in calls]
 
     def fingerprint_parts(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> dict[str, Any]:
         parts = super().fingerprint_parts(sample, shots, ctx)

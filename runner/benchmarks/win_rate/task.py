@@ -22,7 +22,7 @@ from runner.judges.panel import Panel, json_schema_format
 from runner.judges.parsers import parse_winner
 from runner.metrics.results import judge_names, task_result
 from runner.models.litellm_model import Endpoint
-from runner.tasks.base import BaseTask, Context
+from runner.tasks.base import BaseTask, Context, PlannedCall
 from runner.tasks.templates import render
 from runner.types import Sample, SampleRecord, TaskResult, Usage
 
@@ -54,6 +54,7 @@ class PairwiseTask(BaseTask):
                  with_reference: bool = False, prompt: str = "judge_pairwise.j2") -> None:
         super().__init__(name)
         self.model_a, self.model_b = model_a, model_b
+        self.label_names = (model_a, model_b)
         self.file_a, self.file_b = file_a, file_b
         self.orders = orders
         self.with_reference = bool(with_reference)
@@ -69,6 +70,19 @@ class PairwiseTask(BaseTask):
 
     def rubric_texts(self) -> list[str]:
         return [(self.prompt_dir / self.prompt).read_text(encoding="utf-8")]
+
+    def planned_calls(self, sample: Sample, shots: Sequence[Sample], judges: Sequence[str], reply: str | None,
+                      seed: int) -> list[PlannedCall]:
+        """One call per judge per order shown, each with both recorded answers: no model is asked."""
+        answers = {self.model_a: sample.metadata["answer_a"], self.model_b: sample.metadata["answer_b"]}
+        calls = []
+        for judge in judges:
+            for first in self.shown_first(seed, judge, sample.input):
+                second = self.model_b if first == self.model_a else self.model_a
+                prompt = render(self.prompt_dir, self.prompt, question=sample.input, answer_a=answers[first],
+                                answer_b=answers[second], reference=sample.target if self.with_reference else "")
+                calls.append(PlannedCall("judge", [{"role": "user", "content": prompt}], judge=judge))
+        return calls
 
     def shown_first(self, seed: int, judge: str, question: str) -> list[str]:
         """The model shown first in each call this judge gets for this question."""
@@ -102,6 +116,9 @@ class PairwiseTask(BaseTask):
             if e["status"] == "ok":
                 for model in (self.model_a, self.model_b):
                     scores[f"alpaca_win_rate/{e['judge']}/{model}"] = credit(e["verdict"], model)
+        valid = [scores[f"alpaca_win_rate/{e['judge']}/{self.model_a}"] for e in entries if e["status"] == "ok"]
+        if valid:  # the sample's headline value: model A's credit (1 win, 1/2 tie), mean over valid judges
+            scores[self.headline] = sum(valid) / len(valid)
         return SampleRecord(
             id=sample.id, task=self.name, prompt=sample.input, reference=sample.target,
             response=f"{self.model_a}:\n{answers[self.model_a]}\n\n{self.model_b}:\n{answers[self.model_b]}",

@@ -97,17 +97,17 @@ class Benchmark:
         return Loaded(shots=shots, samples=samples, bad=bad, data=used.block(source, revision),
                       later=LazySamples(task, rows, places))
 
+    WARNINGS: tuple[tuple[str, str], ...] = (
+        ("n_errors", "{} sample(s) failed and are left out of the metrics (error_ids in results.json); re-run "
+                     "with the same hydra.run.dir to retry only them"),
+        ("n_invalid", "{} sample(s) had a judge reply that could not be parsed, counted as a fail (invalid_ids "
+                      "in results.json; the raw replies are in the samples files)"))
+    """(summary count, the line printed when it is not 0): what the run says after its table went wrong; a
+    benchmark adds its own (VAKRA: predictions missing or matching nothing)."""
+
     def warnings(self, summary: Mapping[str, Any]) -> list[str]:
-        """The lines the run prints after its table about what the summary says went wrong (errors, invalid
-        judge replies); a benchmark adds its own (VAKRA: predictions missing or matching nothing)."""
-        lines = []
-        if summary.get("n_errors"):
-            lines.append(f"{summary['n_errors']} sample(s) failed and are left out of the metrics (error_ids in "
-                         "results.json); re-run with the same hydra.run.dir to retry only them")
-        if summary.get("n_invalid"):
-            lines.append(f"{summary['n_invalid']} sample(s) had a judge reply that could not be parsed, counted as "
-                         "a fail (invalid_ids in results.json; the raw replies are in the samples files)")
-        return lines
+        """The `WARNINGS` lines whose count the summary gives."""
+        return [text.format(summary[key]) for key, text in self.WARNINGS if summary.get(key)]
 
     def summary(self, tasks: Sequence[BaseTask], results: Mapping[str, TaskResult]) -> dict[str, Any]:
         """The `summary` block of results.json: each task's headline metric and their macro mean."""

@@ -165,16 +165,12 @@ class VakraBenchmark(Benchmark):
         assert isinstance(task, DomainTask)
         return task.load()
 
-    def warnings(self, summary: Mapping[str, Any]) -> list[str]:
-        lines = super().warnings(summary)
-        if summary.get("n_missing_predictions"):
-            lines.append(f"{summary['n_missing_predictions']} ground-truth dialogue(s) have no prediction: scored "
-                         "0 in the summary mean, left out of the domain means (missing_prediction_uuids in "
-                         "results.json)")
-        if summary.get("n_extra_predictions"):
-            lines.append(f"{summary['n_extra_predictions']} prediction(s) match no ground-truth dialogue and were "
-                         "not scored (extra_prediction_uuids in results.json)")
-        return lines
+    WARNINGS = (*Benchmark.WARNINGS,
+                ("n_missing_predictions", "{} ground-truth dialogue(s) have no prediction: scored 0 in the summary "
+                                          "mean, left out of the domain means (missing_prediction_uuids in "
+                                          "results.json)"),
+                ("n_extra_predictions", "{} prediction(s) match no ground-truth dialogue and were not scored "
+                                        "(extra_prediction_uuids in results.json)"))
 
     def summary(self, tasks: Sequence[BaseTask], results: Mapping[str, TaskResult]) -> dict[str, Any]:
         """VAKRA's overall figures (missing predictions count as 0), plus error and invalid counts."""

@@ -28,19 +28,5 @@ class Tracker(Protocol):
         """Log the run summary and close the run."""
 
 
-class NullTracker:
-    """`tracker=none`: logs nothing."""
-
-    def start(self, *, run_dir: Path, name: str, config: dict[str, Any], group: str | None,
-              tags: list[str]) -> None:
-        """Do nothing."""
-
-    def log_task(self, task: str, records: list[dict[str, Any]], result: dict[str, Any]) -> None:
-        """Do nothing."""
-
-    def log_extra(self, *, tables: dict[str, tuple[list[str], list[list[Any]]]] | None = None,
-                  images: dict[str, Path] | None = None) -> None:
-        """Do nothing."""
-
-    def finish(self, summary: dict[str, Any], *, failed: bool) -> None:
-        """Do nothing."""
+class NullTracker(Tracker):
+    """`tracker=none`: logs nothing (the protocol's methods, which do nothing)."""

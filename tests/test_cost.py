@@ -62,6 +62,7 @@ def overrides(url: str, run_dir: Path, cache: Path | None, *, model: str = "open
         f"judges.panel=[{judge}]", "benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}",
         f"benchmark.tasks=[{task}]", "benchmark.limit=4", "tracker=none", "progress=false",
         f"hydra.run.dir={run_dir}", f"cache.dir={cache}" if cache else "cache.enabled=false",
+        "preflight=false",  # the samples' requests alone, for exact sums (the preflight's: tests/test_preflight.py)
     ]
 
 

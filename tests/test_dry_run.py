@@ -12,11 +12,15 @@ import pytest
 from conftest import EVE_SAMPLE, TESTS, cli, read_jsonl, run_in_process
 
 from runner.models.litellm_model import count_tokens
+from runner.run.build import PREFLIGHT
 
 JUDGED = ("open_ended", "open_ended_w_context", "refusal")
 """The EVE tasks graded by the judge panel."""
 MODEL_CAP, JUDGE_CAP = 1024, 64
 """max_tokens of the model entry (conf/model/openai-compatible.yaml; it wins over the tasks') and of each judge."""
+PRE = 1
+"""The preflight's request to each endpoint a run with judges calls (`preflight=true`, the default): one
+`max_tokens: 1` request before the samples, counted by the plan as the run sends it."""
 WIN_RATE = TESTS / "fixtures" / "win_rate"
 MUGEN = TESTS / "fixtures" / "mugen" / "predictions"
 
@@ -77,15 +81,16 @@ def test_eve_plan_counts_every_request_and_prompt_token_the_run_then_sends(fake_
     samples = {t: b["samples"] for t, b in plan["tasks"].items()}
     judged = sum(samples[t] for t in JUDGED)
     model, j1, j2 = (plan["endpoints"][n] for n in ("fake-model", "judge1", "judge2"))
-    assert model["requests"] == sum(samples.values()) and judged > 0
-    assert j1["requests"] == j2["requests"] == judged, "one call per judge per judged sample"
-    assert model["output_tokens_max"] == MODEL_CAP * model["requests"], "the entry's max_tokens wins over the task's"
-    assert j1["output_tokens_max"] == JUDGE_CAP * judged
+    assert model["requests"] == sum(samples.values()) + PRE and judged > 0
+    assert j1["requests"] == j2["requests"] == judged + PRE, "one call per judge per judged sample"
+    assert model["output_tokens_max"] == MODEL_CAP * (model["requests"] - PRE) + PRE, \
+        "the entry's max_tokens wins over the task's"
+    assert j1["output_tokens_max"] == JUDGE_CAP * judged + PRE
     # The judges' prompts hold the model's reply, counted as its max_tokens (an estimate, said in the plan).
     assert j1["input_tokens"] > MODEL_CAP * judged
     printed = capsys.readouterr().out
     assert "nothing was sent" in printed and "estimate" in printed and "~" in printed
-    assert "no known price for fake-model" in printed
+    assert "no known price for fake-model" in printed and "(preflight)" in printed
     # openai/fake-model and the judges have no price: unknown, never 0.
     assert model["cost_usd"] is None and plan["total_cost_usd"] is None
 
@@ -95,7 +100,8 @@ def test_eve_plan_counts_every_request_and_prompt_token_the_run_then_sends(fake_
     assert {t: b["n"] for t, b in results["tasks"].items()} == samples
     # The model's input tokens are those of the very prompts the run sent (kept in the samples files).
     sent = [r for t in samples for r in read_jsonl(run_dir / "samples" / f"{t}.jsonl")]
-    assert model["input_tokens"] == sum(count_tokens("openai/fake-model", r["prompt"]) for r in sent)
+    assert model["input_tokens"] == sum(count_tokens("openai/fake-model", r["prompt"]) for r in sent) + \
+        count_tokens("openai/fake-model", list(PREFLIGHT))
 
 
 def test_a_partial_run_dir_is_planned_for_its_unfinished_samples_only(fake_llm, tmp_path):
@@ -112,8 +118,8 @@ def test_a_partial_run_dir_is_planned_for_its_unfinished_samples_only(fake_llm, 
     assert plan["tasks"] == {t: {"samples": b["samples"] - 3} for t, b in full["tasks"].items()}
     left = sum(b["samples"] for b in plan["tasks"].values())
     judged = sum(plan["tasks"][t]["samples"] for t in JUDGED)
-    assert plan["endpoints"]["fake-model"]["requests"] == left
-    assert plan["endpoints"]["judge1"]["requests"] == plan["endpoints"]["judge2"]["requests"] == judged
+    assert plan["endpoints"]["fake-model"]["requests"] == left + PRE
+    assert plan["endpoints"]["judge1"]["requests"] == plan["endpoints"]["judge2"]["requests"] == judged + PRE
 
     run_in_process(eve(fake_llm.base_url, run_dir), run_dir)
     from runner.run.invocations import read_invocations  # results.json's usage adds up every invocation
@@ -132,7 +138,8 @@ def test_rejudging_plans_no_model_request_and_judge_prompts_with_the_recorded_re
     assert plan["endpoints"]["fake-model"] == {"requests": 0, "input_tokens": 0, "output_tokens_max": 0,
                                               "cost_usd": 0.0}
     # The replies are known: the judges' prompts are counted as sent, not with the model's max_tokens.
-    assert plan["endpoints"]["judge1"]["requests"] == n and plan["endpoints"]["judge1"]["input_tokens"] < MODEL_CAP * n
+    assert plan["endpoints"]["judge1"]["requests"] == n + PRE, "the replayed model gets no preflight"
+    assert plan["endpoints"]["judge1"]["input_tokens"] < MODEL_CAP * n
     results = run_in_process(args, again)
     assert requests_sent(results) == {name: b["requests"] for name, b in plan["endpoints"].items()}
 
@@ -149,8 +156,8 @@ def test_win_rate_plans_one_call_per_judge_per_order(fake_llm, tmp_path, orders,
     assert task == "x_vs_y" and block["samples"] == 5
     assert set(plan["endpoints"]) == {"judge1", "judge2"}, "no model under test"
     for judge in plan["endpoints"].values():
-        assert judge["requests"] == calls * 5
-        assert judge["output_tokens_max"] == calls * 5 * JUDGE_CAP
+        assert judge["requests"] == calls * 5 + PRE
+        assert judge["output_tokens_max"] == calls * 5 * JUDGE_CAP + PRE
     results = run_in_process(win_rate(fake_llm.base_url, run_dir, f"benchmark.orders={orders}"), run_dir)
     assert requests_sent(results) == {n: b["requests"] for n, b in plan["endpoints"].items()}
 
@@ -171,7 +178,7 @@ def test_mugen_predictions_are_judged_as_planned_and_a_reply_naming_no_option_is
     plan = dry(args, run_dir)
     assert fake_llm.count == 0 and set(plan["endpoints"]) == {"judge1"}
     samples = sum(b["samples"] for b in plan["tasks"].values())
-    assert 0 < plan["endpoints"]["judge1"]["requests"] < samples, "null replies are never sent to the judge"
+    assert 0 < plan["endpoints"]["judge1"]["requests"] - PRE < samples, "null replies are never sent to the judge"
     results = run_in_process(args, run_dir)
     assert requests_sent(results) == {"judge1": plan["endpoints"]["judge1"]["requests"]}
 
@@ -213,7 +220,7 @@ def test_an_entry_without_max_tokens_has_no_output_bound_and_no_cost_bound(fake_
                    pricing="{input_per_mtok:1.0,output_per_mtok:1.0}"), run_dir)
     model = plan["endpoints"]["fake-model"]
     # The task's own max_tokens (1024 for open_ended) then bounds the reply.
-    assert model["output_tokens_max"] == 1024 * plan["tasks"]["open_ended"]["samples"]
+    assert model["output_tokens_max"] == 1024 * plan["tasks"]["open_ended"]["samples"] + PRE
     plan = dry(eve(fake_llm.base_url, run_dir, "benchmark.tasks=[open_ended]", "~model.params.max_tokens",
                    "~benchmark.specs.open_ended.params.max_tokens", pricing="{input_per_mtok:1.0,output_per_mtok:1.0}"),
                run_dir)
@@ -240,7 +247,7 @@ def test_cli_dry_run_sweep_writes_a_plan_per_job_and_nothing_else(fake_llm, tmp_
     total = sweep_plan(sweep)
     assert total is not None and total["jobs"] == 2
     assert total["tasks"] == {"x_vs_y": {"samples": 10}}
-    assert total["endpoints"]["judge1"]["requests"] == 5 + 10
+    assert total["endpoints"]["judge1"]["requests"] == 5 + 10 + 2 * PRE
     assert total["total_cost_usd"] is None  # openai/judge1 has no price
 
 
@@ -288,3 +295,22 @@ def test_a_task_type_written_outside_the_runner_gets_a_right_plan(fake_llm, tmp_
     assert ran.returncode == 0, ran.stderr
     rows = len((bench / "data" / "arithmetic.jsonl").read_text().splitlines())
     assert plan["endpoints"]["openai-compatible"]["requests"] == fake_llm.count == 3 * rows
+
+
+def test_preflight_false_plans_and_sends_no_preflight_request(fake_llm, tmp_path):
+    run_dir = tmp_path / "run"
+    args = eve(fake_llm.base_url, run_dir, "benchmark.tasks=[open_ended]", "benchmark.limit=2", "preflight=false")
+    plan = dry(args, run_dir)
+    assert {n: b["requests"] for n, b in plan["endpoints"].items()} == {"fake-model": 2, "judge1": 2, "judge2": 2}
+    results = run_in_process(args, run_dir)
+    assert requests_sent(results) == {"fake-model": 2, "judge1": 2, "judge2": 2} and fake_llm.count == 6
+
+
+def test_a_run_with_the_model_alone_gets_no_preflight(fake_llm, tmp_path):
+    """The model's first sample proves its key as well as a preflight would: nothing is added."""
+    run_dir = tmp_path / "run"
+    args = eve(fake_llm.base_url, run_dir, "benchmark.tasks=[mcqa_single_answer]", "benchmark.limit=2")
+    plan = dry(args, run_dir)
+    assert {n: b["requests"] for n, b in plan["endpoints"].items()} == {"fake-model": 2}
+    run_in_process(args, run_dir)
+    assert fake_llm.count == 2

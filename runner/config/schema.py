@@ -138,6 +138,9 @@ class RunnerConfig:
     """Set by `python -m runner.rejudge SRC`: the model's replies come from SRC's records, not the model."""
     dry_run: bool = False
     """Send nothing: print what the run would send and cost, and write only plan.json (runner/run/dry_run.py)."""
+    preflight: bool = True
+    """Before the model's first sample, one `max_tokens: 1` request to each endpoint the run will call (when it
+    has judges or several endpoints), so a refused key stops the run (exit 3) before the samples are paid for."""
     pricing_file: str | None = None
     """A JSON file in litellm's model-prices format, merged over litellm's price map for this run
     (accounting, dry runs, budgets); an entry's own `pricing` still wins (runner/models/prices.py)."""

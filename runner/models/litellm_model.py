@@ -20,7 +20,7 @@ from runner.config.redact import redact_text
 from runner.errors import CallError, EndpointError, repeating_fault
 from runner.models import failures
 from runner.models.accounting import Stats, money, parse_pricing, priced, response_cost, token_count
-from runner.models.budget import Budget
+from runner.models.budget import Budget, worst_case
 from runner.models.cache import ResponseCache, request_key
 from runner.models.direct_calls import DirectCalls
 from runner.models.failures import REFUSED, classify, http_status, quota_exhausted, retry_after, unreachable
@@ -119,7 +119,11 @@ class Endpoint:
                        tools: list[dict[str, Any]] | None = None) -> ModelOutput:
         """One chat completion (with `tools`, OpenAI-style function tools the model may call); raises
         CallError after the retries, EndpointError if unusable."""
-        req = self.request(messages, params=params, response_format=response_format, tools=tools)
+        return await self.send(self.request(messages, params=params, response_format=response_format, tools=tools))
+
+    async def send(self, req: dict[str, Any]) -> ModelOutput:
+        """One chat completion of a request made by `request` (the run's preflight changes its max_tokens):
+        from the cache, else sent with retries, the budget's reservation and accounting."""
         key = request_key(self.identity(req)) if self.cache is not None else ""
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -152,15 +156,21 @@ class Endpoint:
         attempts = 1 + max(0, int(self.max_retries))
         attempt = limited = 0
         last: BaseException | None = None
+        budget = self.budget if self.budget is not None and self.budget.limited else None
+        worst = worst_case(req, self.name, self.price, lambda: count_tokens(self.model, req["messages"],
+                                                                             req.get("tools"))) if budget else 0.0
+        held: float | None = None  # the budget's reservation for this request, held through its retries
         # A request keeps its slot through its retries (a failing server gets no more load than the
-        # level allows), except after a 429, when it gives the slot back and queues again.
+        # level allows), except after a 429, when it gives the slot back and queues again. It reserves
+        # its worst case only once it holds a slot: a request waiting for the budget holds no reservation
+        # another needs to go on, so waiting for room can never wait for itself.
         sent_in = await limiter.acquire()
         try:
             while attempt < attempts:
                 if self._unusable is not None:  # a call already stopped the run; its cancellation is on the way
                     raise EndpointError(self._unusable)
-                if self.budget is not None:
-                    self.budget.check()  # raises BudgetStop: this request is not sent
+                if budget is not None and held is None:
+                    held = await budget.reserve(worst, self.name)  # BudgetStop: this request is not sent
                 self.stats.requests += 1
                 try:
                     # A guard in case the client ignores its own timeout; unlike wait_for it runs the call in
@@ -171,6 +181,9 @@ class Endpoint:
                                                                      "max_retries": 0})
                     limiter.succeeded(sent_in, (getattr(resp, "_hidden_params", None) or {}).get("additional_headers"))
                     out, litellm_cost = self._output(resp, litellm)
+                    if budget is not None and held is not None:
+                        budget.settle(held, out.usage.cost, self.name)
+                        held = None
                     self.stats.successes += 1
                     self._failing = 0
                     return out, litellm_cost
@@ -195,6 +208,9 @@ class Endpoint:
                         self.stats.retries += 1
                         limiter.release()
                         sent_in = -1
+                        if budget is not None and held is not None:  # queued again: it reserves again with a slot
+                            budget.release(held)
+                            held = None
                         await asyncio.sleep(0.0 if wait is not None else self._backoff(limited - 1))
                         sent_in = await limiter.acquire()
                         continue
@@ -209,6 +225,8 @@ class Endpoint:
                               type(exc).__name__, delay)
                     await asyncio.sleep(delay)
         finally:
+            if budget is not None and held is not None:  # no reply: failed, refused or cancelled
+                budget.release(held)
             if sent_in >= 0:
                 limiter.release()
         self.stats.failures += 1
@@ -310,8 +328,6 @@ class Endpoint:
             log.warning("%s reported %s: counted as 0 tokens and an unknown cost (a note in the record)",
                         self.name, wrong)
         self.stats.reply(pt, ct, cost)
-        if self.budget is not None:
-            self.budget.spent_more()
         self.served_models.add(served)
         # A record's usage holds a number (0 for an unknown price); results.json's usage says null.
         return ModelOutput(text=text, model=served, finish_reason=getattr(choice, "finish_reason", None),
@@ -358,15 +374,17 @@ def prices(model: str) -> tuple[float, float] | None:
         return None
 
 
-def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:
-    """The input tokens of `messages` by litellm's tokenizer for `model`, sending nothing; audio parts
-    count 0 (litellm would count their base64 as text), images litellm's default size."""
+def count_tokens(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+    """The input tokens of `messages` (and the function `tools` offered with them) by litellm's tokenizer for
+    `model`, sending nothing; audio parts count 0 (litellm would count their base64 as text), images
+    litellm's default size."""
     def text_of(m: dict[str, Any]) -> dict[str, Any]:
         parts = m.get("content")
         if not isinstance(parts, list):
             return m
         return {**m, "content": [p for p in parts if not (isinstance(p, dict) and p.get("type") == "input_audio")]}
     try:
-        return int(_import_litellm().token_counter(model=model, messages=[text_of(m) for m in messages]))
+        return int(_import_litellm().token_counter(model=model, messages=[text_of(m) for m in messages],
+                                                   **({"tools": tools} if tools else {})))
     except Exception:  # noqa: BLE001 - content it cannot tokenize: about 4 characters a token
-        return sum(len(str(m.get("content") or "")) for m in messages) // 4 + 1
+        return (sum(len(str(m.get("content") or "")) for m in messages) + len(str(tools or ""))) // 4 + 1

@@ -7,7 +7,7 @@ import json
 import logging
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from runner.config.redact import redact
 from runner.errors import ConfigError
-from runner.models.budget import require_prices
 from runner.models.prices import restore as restore_prices
 from runner.outputs.display import Display
 from runner.run.build import build
@@ -91,9 +90,9 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
     planned: Plan | None = None
     tracked: dict[str, Any] = {}  # what the tracker's run summary gets: the summary, tokens and cost
     try:
-        built.check_keys()
-        if cfg.budget.max_usd is not None:  # price lookups import litellm: only when a budget needs them
-            require_prices(cfg.budget.max_usd, [e.name for e in built.endpoints() if not e.price_known()])
+        built.check_keys()  # every missing key in one line (exit 3)
+        built.check_budget(cfg.budget.max_usd)  # a price and a max_tokens for every endpoint (exit 2)
+        built.start_budget(run_dir)  # what earlier invocations of this run dir spent counts
         if cfg.audit.labels:  # a bad labels file is found now, not after every request
             from runner.outputs.audit import read_labels  # numpy and friends: only when an audit is asked for
 
@@ -101,11 +100,19 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
         store = SampleStore(run_dir)
         ctx = Context(model=built.model, panel=built.panel, seed=int(cfg.seed), run_dir=run_dir,
                       epochs=int(cfg.epochs))
+        log.info("loading and planning %d task(s) of %s: %s", len(built.tasks), built.benchmark.name,
+                 ", ".join(t.name for t in built.tasks))
         planned = plan(built, store, ctx, resume=str(cfg.resume))
+        log.info("planned: %d sample(s) to ask (epochs counted apart)%s", len(planned.jobs),
+                 f", {sum(planned.kept.values())} kept from an earlier run" if any(planned.kept.values()) else "")
+        # One tiny request per endpoint first, where a refused judge key would otherwise show only after the
+        # model was paid for every sample.
+        preflight = built.preflight_targets({job.task.name for job in planned.jobs}) \
+            if cfg.get("preflight", True) else []
         if cfg.dry_run:  # count and price what would be sent, send nothing, write only plan.json
             from runner.run.dry_run import dry_run
 
-            return {"plan": dry_run(built, planned, run_dir, cfg)}
+            return {"plan": dry_run(built, planned, run_dir, cfg, preflight=preflight)}
         pool = _pool(cfg, built, planned, run_dir)
         if accepted is not None:
             accepted()
@@ -120,8 +127,8 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
         tracker.start(run_dir=run_dir, name=f"{built.benchmark.name}-{label or subject}", config=config,
                       group=group, tags=tags)
         tracking = True
-        task_results, records = asyncio.run(execute(built, planned, store, ctx, show_progress=bool(cfg.progress),
-                                                    n_boot=int(cfg.stats.n_boot), pool=pool))
+        task_results, records = asyncio.run(_ask(built, preflight, execute(
+            built, planned, store, ctx, show_progress=bool(cfg.progress), n_boot=int(cfg.stats.n_boot), pool=pool)))
         summary = built.benchmark.summary(built.tasks, task_results)
         blocks = {name: r.to_dict() for name, r in task_results.items()}
         usage, run_info = invocation.record(usage_summary(built, planned), "ok")
@@ -184,6 +191,18 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
     _report_problems(results, built.benchmark)
     print(closing_line(results), flush=True)
     return results
+
+
+async def _ask(built: Any, preflight: list[Any], asking: Coroutine[Any, Any, Any]) -> Any:
+    """The preflight, then the samples, in one event loop (the endpoints' limiters and connections are the
+    loop's own)."""
+    try:
+        if preflight:
+            await built.preflight(preflight)
+    except BaseException:
+        asking.close()  # never started
+        raise
+    return await asking
 
 
 def _pool(cfg: DictConfig, built: Any, planned: Plan, run_dir: Path) -> Pool | None:

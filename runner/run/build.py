@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Collection, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,21 +15,24 @@ from omegaconf import DictConfig, OmegaConf
 from runner.benchmarks.base import Benchmark
 from runner.config import allow_code, instantiate, plain
 from runner.config.paths import conf_dir, name_problem
-from runner.errors import ConfigError, EndpointError
+from runner.errors import ConfigError, EndpointError, RunnerError
 from runner.judges.panel import Panel
-from runner.models.budget import Budget
+from runner.models.budget import Budget, BudgetStop, request_cap, uncappable
 from runner.models.cache import ResponseCache, default_cache_dir
 from runner.models.entries import endpoint_from_config
 from runner.models.litellm_model import Endpoint
 from runner.models.local_server import LocalServer
 from runner.models.prices import use_price_file
-from runner.scorers.extractor import bind_extractors, wants_first_judge
+from runner.run.invocations import merge_usage, read_invocations
+from runner.scorers.extractor import bind_extractors, extractors, wants_first_judge
 from runner.tasks.base import BaseTask
 
 log = logging.getLogger("runner")
 
 EMBEDDED = "embedded:"
 """How an entry's `origin` starts when the embedded demo model serves it."""
+PREFLIGHT = ({"role": "user", "content": "Reply with OK."},)
+"""The preflight's one message: the smallest request that proves an endpoint takes this run's key."""
 
 
 @dataclass
@@ -60,13 +65,90 @@ class Built:
             [("extractor", e) for e in self.extractors]
 
     def check_keys(self) -> None:
-        """Before any request: an endpoint whose provider needs a key it does not have stops the run."""
-        for endpoint in self.endpoints():
-            variable = endpoint.missing_key()
-            if variable:
-                raise EndpointError(f"{endpoint.name} ({endpoint.model}) needs an API key: {variable} is not set "
-                                    "and the entry has no api_key; export it (or set api_key: "
-                                    f"${{oc.env:{variable.split(' or ')[0]}}} in its YAML); no request was sent")
+        """Before any request: every endpoint whose provider needs a key it does not have, all in one line."""
+        missing = [(e, variable) for e in self.endpoints() if (variable := e.missing_key())]
+        if missing:
+            # No "key: <value>" shape in the line: the redaction of secrets in error lines would mask the name.
+            named = "; ".join(f"{e.name} ({e.model}) reads {variable}" for e, variable in missing)
+            first = missing[0][1].split(" or ")[0]
+            raise EndpointError(f"{len(missing)} endpoint(s) need an API key that is not set: {named}; export "
+                                f"{'it' if len(missing) == 1 else 'each'} (or set the entry's api_key to "
+                                f"${{oc.env:{first}}} in its YAML); no request was sent")
+
+    def entry_keys(self) -> list[tuple[str, Endpoint]]:
+        """Each endpoint the run may send requests to, with the config key of its entry (for error lines)."""
+        from runner.models.replay import ReplayEndpoint
+
+        wheres = {id(x.endpoint): x.where for x in extractors(self.tasks) if x.endpoint is not None}
+        keyed = [("model", self.model)] if self.model and not isinstance(self.model, ReplayEndpoint) else []
+        keyed += [(f"judges.panel[{i}]", judge) for i, judge in enumerate(self.panel.judges)]
+        return keyed + [(wheres.get(id(e), e.name), e) for e in self.extractors]
+
+    def check_budget(self, max_usd: float | None) -> None:
+        """A budget needs every endpoint's worst case: a price and a max_tokens for each (the model's in each
+        task that asks it); else the run stops here, before any request (ConfigError naming the keys)."""
+        if max_usd is None:
+            return
+        problems = []
+        for key, e in self.entry_keys():
+            if not e.price_known():  # may import litellm (its price map): only when a budget needs it
+                problems.append(f"{e.name} has no known price (set {key}.pricing={{input_per_mtok: X, "
+                                "output_per_mtok: Y}, USD per million tokens)")
+            asked: list[BaseTask | None] = [t for t in self.tasks if t.needs_model] if e is self.model else [None]
+            open_ended = [t for t in asked if request_cap(e.request([], params=t.params if t else None)) is None]
+            if open_ended:
+                tasks = ", ".join(t.name for t in open_ended if t is not None)
+                problems.append(f"{e.name} has no max_tokens (set {key}.params.max_tokens=N"
+                                + (f", or benchmark.specs.<task>.params.max_tokens for {tasks})" if tasks else ")"))
+        uncappable(max_usd, problems)
+
+    def start_budget(self, run_dir: Path) -> None:
+        """The budget counts what earlier invocations of the run dir spent (invocations.jsonl): a resumed run
+        spends only what is left. An amount it cannot know (an earlier reply without a price) stops the run."""
+        if self.budget is None or not self.budget.limited:
+            return
+        usage = merge_usage([line.get("usage") or {} for line in read_invocations(run_dir)])
+        unknown = [name for name, u in usage.items() if u.get("cost_usd", 0.0) is None]
+        if unknown:
+            raise ConfigError(f"budget.max_usd: earlier invocations of {run_dir} spent an unknown amount (the cost "
+                              f"of {', '.join(unknown)} is null in {run_dir / 'invocations.jsonl'}), so no budget "
+                              "can count it; re-run without budget.max_usd, or in a new hydra.run.dir")
+        self.budget.start(sum(float(u.get("cost_usd") or 0.0) for u in usage.values()))
+
+    def preflight_targets(self, tasks: Collection[str]) -> list[Endpoint]:
+        """The endpoints the preflight asks: those the pending samples of `tasks` will call, when they are
+        several or include a judge; never a replayed model (asked nothing) or the embedded model (no key to
+        refuse, and its server answered when it started)."""
+        chosen = [t for t in self.tasks if t.name in tasks]
+        called: list[Endpoint] = [self.model] if self.model is not None and any(t.needs_model for t in chosen) \
+            else []
+        judged = any(t.needs_judges for t in chosen)
+        called += self.panel.judges if judged else []
+        called += [x.endpoint for x in extractors(chosen) if x.endpoint is not None]
+        called = list({id(e): e for e in called}.values())
+        if len(called) < 2 and not judged:
+            return []
+        keyed = {id(e) for _, e in self.entry_keys()}
+        return [e for e in called if id(e) in keyed and not (e.origin or "").startswith(EMBEDDED)]
+
+    async def preflight(self, targets: Sequence[Endpoint]) -> None:
+        """One `max_tokens: 1` request to each of `targets`, all at once and cached like any other request: a
+        refused key stops the run (EndpointError, exit 3) before the model's first sample, having spent at most
+        one tiny request per endpoint. Other failures are left to the samples (a 400 may only say that 1 token
+        is too few for this model); a budget too small even for these stops the run as any request would."""
+        async def probe(endpoint: Endpoint) -> None:
+            req = endpoint.request(list(PREFLIGHT))
+            caps = [k for k in ("max_tokens", "max_completion_tokens") if k in req] or ["max_tokens"]
+            await endpoint.send({**req, **dict.fromkeys(caps, 1)})
+
+        outcomes = await asyncio.gather(*(probe(e) for e in targets), return_exceptions=True)
+        for endpoint, outcome in zip(targets, outcomes, strict=True):
+            if outcome is None or isinstance(outcome, BudgetStop):
+                continue  # proven; or the budget stopped the run, as any request would (exit 4)
+            if isinstance(outcome, RunnerError) or not isinstance(outcome, Exception):
+                raise outcome  # a refused key, nothing reachable; or Ctrl-C
+            log.warning("preflight: the one-token request to %s failed (%s); the run goes on", endpoint.name,
+                            " ".join(str(outcome).split())[:300])
 
     def start_servers(self, run_dir: Path) -> None:
         """Start the embedded servers (stopped by `stack`) and point their endpoints at them."""
@@ -135,7 +217,7 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
     extractors = bind_extractors(tasks, judge_entries, ([model] if model else []) + judges, cache)
     tracker = instantiate(cfg.tracker, "tracker")
     endpoints = ([model] if model else []) + judges + extractors
-    budget = Budget(cfg.budget.max_usd, spent=lambda: sum(e.stats.cost_usd for e in endpoints))
+    budget = Budget(cfg.budget.max_usd)
     for endpoint in endpoints:
         endpoint.budget = budget
     demo = [e.name for e in endpoints if (e.origin or "").startswith(EMBEDDED)]

@@ -25,7 +25,7 @@ from typing import Any
 
 from runner.models.litellm_model import Endpoint, count_tokens
 from runner.models.replay import ReplayEndpoint
-from runner.run.build import Built
+from runner.run.build import PREFLIGHT, Built
 from runner.run.pipeline import Plan
 from runner.run.store import record_key, write_json
 from runner.tasks.base import BaseTask
@@ -34,6 +34,8 @@ from runner.types import Sample
 PLAN_FILE = "plan.json"
 ALL = "all tasks"
 """The task column of the per-endpoint total rows."""
+PREFLIGHT_ROW = "(preflight)"
+"""The task column of the preflight's requests (`preflight=true`: one per endpoint, before the samples)."""
 
 
 Price = Callable[[int, int], float | None]
@@ -154,23 +156,28 @@ def total_cost(endpoints: Mapping[str, Mapping[str, Any]]) -> float | None:
     return None if any(c is None for c in costs) else sum(float(c or 0.0) for c in costs)
 
 
-def dry_run(built: Built, planned: Plan, run_dir: Path, cfg: Any) -> dict[str, Any]:
-    """Count what the planned jobs would send, write `run_dir/plan.json`, print the plan, return it."""
+def dry_run(built: Built, planned: Plan, run_dir: Path, cfg: Any, preflight: Sequence[Endpoint] = ()) -> dict[str, Any]:
+    """Count what the planned jobs would send (and the `preflight` requests before them: one `max_tokens: 1`
+    request to each of those endpoints, runner/run/build.py), write `run_dir/plan.json`, print the plan, return
+    it."""
     estimator = _Estimator(built, int(cfg.seed))
     for job in planned.jobs:
         estimator.job(job.task, job.sample, job.loaded.shots)
+    for endpoint in preflight:
+        estimator.tallies.setdefault((PREFLIGHT_ROW, endpoint.name), Tally()).add(
+            count_tokens(endpoint.model, list(PREFLIGHT)), 1, estimator.prices[endpoint.name])
     endpoints: dict[str, Endpoint] = {}
     for endpoint in built.endpoints():
         endpoints.setdefault(endpoint.name, endpoint)
     totals = {name: Tally() for name in endpoints}
     rows: list[dict[str, Any]] = []
-    for task in built.tasks:
+    for task in [t.name for t in built.tasks] + [PREFLIGHT_ROW]:
         for name in endpoints:
-            tally = estimator.tallies.get((task.name, name))
+            tally = estimator.tallies.get((task, name))
             if tally is None:
                 continue
             totals[name].merge(tally)
-            rows.append(_row(task.name, name, tally))
+            rows.append(_row(task, name, tally))
     rows += [_row(ALL, name, tally) for name, tally in totals.items()]
     blocks = {name: _endpoint_block(tally) for name, tally in totals.items()}
     todo = {task.name: 0 for task in built.tasks}

@@ -169,21 +169,14 @@ def _final(built: Built, stopped: bool) -> dict[str, Any]:
 
 
 def _share_budget(built: Built, cfg: Any, spent: Any, index: int) -> None:
-    """The run's budget is one for all workers: each counts what the others spent (shared memory) beside its
-    own requests. A worker writes its share as soon as a reply's cost is counted, not when the sample is
-    done: a sample still being judged must not hide the model's reply from the others' budget checks."""
+    """The run's budget is one ledger for all workers, in shared memory (runner/models/budget.py): a request
+    reserves its worst case there before it is sent, whichever process sends it, so the limit holds at any
+    concurrency; a stop in one worker stops every worker's next request."""
     if cfg.budget.max_usd is None or spent is None:
         return
-    endpoints = built.endpoints()
-    others = [i for i in range(len(spent)) if i != index]
-
-    def own() -> float:
-        return sum(e.stats.cost_usd for e in endpoints)
-
-    budget = Budget(float(cfg.budget.max_usd), spent=lambda: own() + sum(spent[i] for i in others),
-                    on_spend=lambda: spent.__setitem__(index, own()))
+    budget = Budget(float(cfg.budget.max_usd), shared=spent)
     built.budget = budget
-    for endpoint in endpoints:
+    for endpoint in built.endpoints():
         endpoint.budget = budget
 
 

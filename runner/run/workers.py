@@ -138,9 +138,12 @@ class Pool:
         out: dict[str, Any] = {}
         for role, e in built.roles():
             parts = [c.usage[e.name] for c in self.children if e.name in c.usage]
-            merged = merge_usage([{e.name: {k: v for k, v in p.items() if k not in ("level", "concurrency")}}
-                                  for p in parts]).get(e.name, {})
             levels = [p.get("concurrency") or {} for p in parts]
+            # This process's own preflight request (runner/run/build.py) is part of the usage, not of the levels.
+            own = [{**e.usage(), "served_models": sorted(e.served_models)}] if parts and \
+                (e.stats.requests or e.stats.cache_hits) else []
+            merged = merge_usage([{e.name: {k: v for k, v in p.items() if k not in ("level", "concurrency")}}
+                                  for p in parts + own]).get(e.name, {})
 
             def total(key: str, levels: list[dict[str, Any]] = levels) -> int | None:
                 values = [lv[key] for lv in levels if lv.get(key) is not None]
@@ -162,8 +165,9 @@ class Pool:
         specs = [_spec(job, previous) for job in pending]
         pending.clear()  # the workers load their own samples: these can go
         context = multiprocessing.get_context("spawn")
-        spent = context.Array("d", self.n, lock=False) if self.built.budget and self.built.budget.max_usd is not None \
-            else None
+        # The run's budget is one ledger in shared memory: every worker reserves from it (runner/models/budget.py).
+        budget = self.built.budget
+        spent = budget.share(context) if budget is not None and budget.limited else None
         ceilings = {e.name: shares(int(e.concurrency), self.n) for e in self.built.endpoints()}
         base = {"config": self.config, "run_dir": str(self.run_dir),
                 "log_level": logging.getLogger().getEffectiveLevel()}

@@ -26,7 +26,7 @@ def _figure(width: float, height: float) -> Any:
 def _save(fig: Any, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
+    fig.savefig(path, dpi=150, bbox_inches="tight")  # legends placed outside the axes included
     return path
 
 
@@ -126,7 +126,7 @@ def comparison_bars(rows: list[dict[str, Any]], path: Path) -> Path | None:
     ax.set_xticks(range(len(tasks)), [f"{t}\n({picked[t]})" for t in tasks], fontsize=7, rotation=20, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("score (95 % interval)")
-    ax.legend(fontsize=8, frameon=False)
+    _legend_below(ax, len(models))
     ax.set_title("headline metric per task and model", fontsize=10)
     return _save(fig, path)
 
@@ -149,7 +149,7 @@ def judge_agreement_bars(rows: list[dict[str, Any]], path: Path) -> Path | None:
     ax.set_xticks(range(len(tasks)), tasks, fontsize=8, rotation=15, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("share of samples where all judges agree")
-    ax.legend(fontsize=8, frameon=False)
+    _legend_below(ax, len(models))
     ax.set_title("judge agreement", fontsize=10)
     return _save(fig, path)
 
@@ -181,3 +181,9 @@ def forest_plot(rows: list[dict[str, Any]], path: Path, few: int = 10) -> Path |
 def _num(value: Any) -> float:
     """A chart value: a null metric (no scored sample) becomes NaN, which draws nothing."""
     return math.nan if value is None or value == "" else float(value)
+
+
+def _legend_below(ax: Any, entries: int) -> None:
+    """The legend under the plot, outside the axes: inside it covered the bars of the first tasks."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=min(4, max(1, entries)), fontsize=8,
+              frameon=False)

@@ -27,10 +27,35 @@ def run_info(run: Run) -> dict[str, Any]:
     results = run.results
     meta = results.get("run")
     meta = meta if isinstance(meta, dict) else {}
+    summary = results.get("summary") if isinstance(results.get("summary"), dict) else {}
     return {"dir": str(run.dir), "benchmark": results.get("benchmark"), "model": results.get("model"),
-            "judges": results.get("judges") or [], "summary": results.get("summary") or {},
+            "judges": results.get("judges") or [], "summary": summary or {},
             "totals": results.get("totals"), "started": meta.get("started"), "duration_s": meta.get("duration_s"),
-            "stopped": results.get("stopped"), "has_results": bool(results)}
+            "stopped": results.get("stopped"), "has_results": bool(results),
+            "banners": banners(results, run)}
+
+
+def banners(results: dict[str, Any], run: Run) -> list[dict[str, str]]:
+    """What a reader must see before any number (`{kind, text}`, shown at the top of the page): a demo run,
+    a run the budget stopped, one without results yet, samples that ended as errors."""
+    out = []
+    if results.get("demo"):
+        names = ", ".join(str(n) for n in results.get("demo_endpoints") or []) or "the demo model"
+        out.append({"kind": "demo", "text": f"DEMO: {names} = the embedded SmolLM2-135M model. These numbers show "
+                                            "that the pipeline works, not what a model can do."})
+    if results.get("stopped"):
+        out.append({"kind": "stopped", "text": f"Stopped: {results['stopped']}. Not every sample was asked; "
+                                               "re-running the same run dir goes on."})
+    if not results:
+        out.append({"kind": "incomplete", "text": "Incomplete: this run has no results.json yet (stopped or still "
+                                                  "running); the samples files alone are shown."})
+    summary = results.get("summary") if isinstance(results.get("summary"), dict) else {}
+    errors = (summary or {}).get("n_errors") or sum(int((b or {}).get("n_errors") or 0)
+                                                    for b in (results.get("tasks") or {}).values())
+    if errors:
+        out.append({"kind": "errors", "text": f"{errors} sample(s) ended as errors and are left out of the "
+                                              "metrics (filter the samples by 'error')."})
+    return out
 
 
 def run_data(run: Run) -> dict[str, Any]:

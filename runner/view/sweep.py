@@ -84,7 +84,8 @@ def _job(run_dir: Path, results: dict[str, Any], label: str, href: str, root: Pa
             "benchmark": results.get("benchmark"), "model": results.get("model"), "judges": results.get("judges"),
             "n_samples": summary.get("n_samples"), "n_errors": summary.get("n_errors"),
             "n_invalid": summary.get("n_invalid"), "model_cost": cost.get("model_cost"),
-            "judge_cost": cost.get("judge_cost"), "duration_s": cost.get("duration_s")}
+            "judge_cost": cost.get("judge_cost"), "duration_s": cost.get("duration_s"),
+            "demo": bool(results.get("demo")), "stopped": results.get("stopped")}
 
 
 def sweep_data(root: Path, page_dir: Path, job_page: Callable[[Path], Path]) -> dict[str, Any]:

@@ -261,7 +261,9 @@
     if (Array.isArray(calls)) out.push(section("Tool calls", toolCalls(calls)));
     else if (calls && typeof calls === "object") {
       if (Array.isArray(calls.prediction)) out.push(section("Tool calls (prediction, replayed)", toolCalls(calls.prediction)));
-      (calls.ground_truth || []).forEach((turn, i) => out.push(section(`Tool calls (ground truth, turn ${i + 1})`, toolCalls(turn))));
+      // Named as the dialogue names its turns (per_turn's turn_id), so "Turn 0" above is "turn 0" here.
+      const ids = (extra.per_turn || []).map((t) => t.turn_id);
+      (calls.ground_truth || []).forEach((turn, i) => out.push(section(`Tool calls (ground truth, turn ${ids[i] ?? i})`, toolCalls(turn))));
     }
     if (Array.isArray(extra.ground_truth_tool_calls)) out.push(section("Tool calls (ground truth)", toolCalls(extra.ground_truth_tool_calls)));
     if (extra.agent && Array.isArray(extra.agent.messages)) {
@@ -399,6 +401,7 @@
     if (r.totals) facts.push(["requests", fmt(r.totals.requests)], ["cost", money(r.totals.cost_usd ?? r.totals.cost)]);
     if (r.stopped) facts.push(["stopped", r.stopped]);
     if (!r.has_results) facts.push(["results.json", "none yet: the samples files alone are shown"]);
+    for (const b of r.banners || []) head.push(h("p", { class: "banner banner-" + b.kind, role: "note" }, b.text));
     head.push(h("dl", { class: "facts" }, facts.map(([k, v]) => [h("dt", null, k), h("dd", null, String(v))])));
     const summary = Object.entries(r.summary || {}).filter(([, v]) => v === null || typeof v !== "object");
     if (summary.length) head.push(h("p", { class: "summary" }, summary.map(([k, v]) => chip(`${k} ${fmt(v, 4)}`, "score")), " "));
@@ -434,7 +437,12 @@
   // ---------------------------------------------------------------- a sweep
   function renderSweep(d) {
     const jobs = d.jobs || [];
-    const out = [h("header", null, h("h1", null, "runner · sweep"), h("dl", { class: "facts" },
+    const demo = jobs.filter((j) => j.demo).map((j) => j.label);
+    const stopped = jobs.filter((j) => j.stopped).map((j) => `${j.label} (${j.stopped})`);
+    const notes = [];
+    if (demo.length) notes.push(h("p", { class: "banner banner-demo", role: "note" }, `DEMO: ${demo.join(", ")} ran the embedded SmolLM2-135M model; their numbers show that the pipeline works, not what a model can do.`));
+    if (stopped.length) notes.push(h("p", { class: "banner banner-stopped", role: "note" }, `Stopped before every sample was asked: ${stopped.join(", ")}.`));
+    const out = [h("header", null, h("h1", null, "runner · sweep"), ...notes, h("dl", { class: "facts" },
       h("dt", null, "sweep dir"), h("dd", null, String(d.dir)), h("dt", null, "jobs"), h("dd", null, String(jobs.length))))];
     out.push(h("h2", null, "Jobs"), table(["job", "run dir", "benchmark", "model", "judges", "samples", "errors", "invalid", "model cost", "judge cost", "duration"],
       jobs.map((j) => [link(j.href, j.label), j.dir, fmt(j.benchmark), fmt(j.model), (j.judges || []).join(", "), fmt(j.n_samples),

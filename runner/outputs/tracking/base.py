@@ -14,8 +14,9 @@ class Tracker(Protocol):
     """
 
     def start(self, *, run_dir: Path, name: str, config: dict[str, Any], group: str | None,
-              tags: list[str]) -> None:
-        """Open the run. `config` is already redacted."""
+              tags: list[str], job_type: str | None = None) -> None:
+        """Open the run. `config` is already redacted; `job_type`: eval (default), rejudge, or report (a
+        sweep's comparison)."""
 
     def log_task(self, task: str, records: list[dict[str, Any]], result: dict[str, Any]) -> None:
         """Log one task: its `results.json` block and its sample records (dicts as in the JSONL)."""

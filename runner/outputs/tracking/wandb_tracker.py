@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import netrc
@@ -55,7 +56,12 @@ def render_prompt(prompt: Any) -> str:
         text = "\n\n".join(f"{m['role']}: {_text(m.get('content'))}" for m in prompt)
     else:
         text = _text(prompt)
-    return text[:_PROMPT_CHARS]
+    if len(text) <= _PROMPT_CHARS:
+        return text
+    # The question comes last (after the system prompt and the few-shot turns): what must be shortened is
+    # kept from the end, and says how much was left out.
+    note = f"[{len(text) - _PROMPT_CHARS} earlier characters left out; samples/<task>.jsonl has every one]\n…"
+    return note + text[len(text) - _PROMPT_CHARS + len(note):]
 
 
 def _text(value: Any) -> str:
@@ -193,8 +199,9 @@ class WandbTracker:
         self._run_dir: Path | None = None
 
     def start(self, *, run_dir: Path, name: str, config: dict[str, Any], group: str | None,
-              tags: list[str]) -> None:
-        """Open the W&B run. Errors propagate: a misconfigured tracker should stop the run early."""
+              tags: list[str], job_type: str | None = None) -> None:
+        """Open the W&B run (`job_type`: eval, rejudge or report). Errors propagate: a misconfigured tracker
+        should stop the run early."""
         # wandb advertises Weave when it sees litellm loaded; the runner logs its own samples table.
         os.environ.setdefault("WANDB_DISABLE_WEAVE", "true")
         import wandb  # lazily: importing wandb takes over a second
@@ -215,7 +222,7 @@ class WandbTracker:
             # writes its own offline-run-*-<id> folder; `wandb sync` uploads them in order as one run).
             id=run_id(self._run_dir), resume="allow",
             # What kind of run this is, for W&B's filters: an evaluation, or a re-judging of one.
-            job_type="rejudge" if config.get("rejudge") else "eval",
+            job_type=job_type or ("rejudge" if config.get("rejudge") else "eval"),
             # cast: WANDB_MODE may also hold the aliases wandb's settings accept (dryrun, run).
             config=config, dir=str(wandb_root), mode=cast(WandbMode, resolve_mode(self.mode)),
             # Hydra multiruns run jobs one after another in this process: always start a fresh
@@ -228,6 +235,15 @@ class WandbTracker:
         )
         if self._run.settings.mode == "online":
             log.info("W&B run: %s", self._run.url)
+
+    def _log(self, values: dict[str, Any]) -> None:
+        """One history step, numbered after every step any invocation of this run dir logged: offline, each
+        invocation writes its own files, and `wandb sync` drops a resumed run's steps that start at 0 again
+        (its tables would never update)."""
+        assert self._run is not None and self._run_dir is not None
+        step = max(int(getattr(self._run, "step", 0) or 0), _read_step(self._run_dir))
+        self._run.log(values, step=step)
+        _write_step(self._run_dir, step + 1)
 
     def log_task(self, task: str, records: list[dict[str, Any]], result: dict[str, Any]) -> None:
         """Log a task's metrics (with their intervals), judge statistics and counts under "<task>/..." and
@@ -248,7 +264,7 @@ class WandbTracker:
                             self.table_rows, len(records), task)
             values[f"samples/{task}/rows_logged"] = len(rows)
             table = wandb.Table(columns=list[str | int](columns), data=rows, allow_mixed_types=True)
-            self._run.log({**values, f"samples/{task}": table})
+            self._log({**values, f"samples/{task}": table})
             self._run.summary.update(values)
         except Exception as exc:  # the results are on disk already; a tracking hiccup must not
             log.warning("W&B: could not log task %s: %s", task, exc)  # abort the remaining tasks
@@ -268,7 +284,7 @@ class WandbTracker:
                 if Path(path).is_file():
                     payload[name] = wandb.Image(str(path))
             if payload:
-                self._run.log(payload)
+                self._log(payload)
         except Exception as exc:
             log.warning("W&B: could not log %s: %s", ", ".join([*(tables or {}), *(images or {})]), exc)
 
@@ -308,3 +324,20 @@ class WandbTracker:
         for path in files:
             artifact.add_file(str(path), name=str(path.relative_to(run_dir)))
         run.log_artifact(artifact)
+
+
+STEP_FILE = "runner-step"
+"""In the run dir's wandb/ folder: the next history step of the run's W&B run."""
+
+
+def _read_step(run_dir: Path) -> int:
+    try:
+        return max(0, int((run_dir / "wandb" / STEP_FILE).read_text(encoding="utf-8").strip() or 0))
+    except (OSError, ValueError):
+        return 0
+
+
+def _write_step(run_dir: Path, step: int) -> None:
+    with contextlib.suppress(OSError):  # the history then restarts at the run's own step: a warning at sync
+        (run_dir / "wandb").mkdir(parents=True, exist_ok=True)
+        (run_dir / "wandb" / STEP_FILE).write_text(f"{step}\n", encoding="utf-8")

@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
-import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from runner.benchmarks.base import Benchmark
 from runner.benchmarks.mugen.predictions import TaskPredictions, check_record, own_id, prediction_ids, scan
@@ -29,7 +26,15 @@ from runner.metrics.intervals import wilson
 from runner.run.provenance import data_block
 from runner.run.store import record_key
 from runner.tasks.base import BaseTask, Loaded, UniqueIds, require
-from runner.tasks.sources import BAD_ROW, MissingSplit, local_task_file, open_dataset, read_jsonl
+from runner.tasks.sources import (
+    BAD_ROW,
+    MissingSplit,
+    hub_offline,
+    hub_unreachable,
+    local_task_file,
+    open_dataset,
+    read_jsonl,
+)
 from runner.types import Sample, TaskResult
 
 log = logging.getLogger("runner")
@@ -237,38 +242,16 @@ def hub_dataset_or_stop(dataset: str, split: str) -> Any:
     """A hub dataset, from the hub or the local cache; stops at once (DataError naming MUGEN's offline fixture)
     when neither has it, instead of the hub client's retries (~30 s, each message twice, per task)."""
     reason = hub_unreachable()
-    if reason:
-        os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"  # the cache only, no retries
     try:
         return open_dataset(dataset, split, decode_media=False)
     except MissingSplit:
         raise
     except DataError as exc:
-        if not (reason or _offline()):
+        if not (reason or hub_offline()):
             raise
         raise DataError(f"benchmark=mugen: {dataset} (split {split}) is not in the local cache and the Hugging "
                         f"Face hub {reason or 'is switched off (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)'}; to run "
                         f"MUGEN offline: {FIXTURE}") from exc
-
-
-def _offline() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
-               for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
-
-
-@functools.cache
-def hub_unreachable(timeout: float = 3.0) -> str | None:
-    """Why the hub cannot be reached (name lookup or TCP connect within `timeout`), or None; None also when
-    offline mode is set (nothing is tried: the cache is all there is)."""
-    if _offline():
-        return None
-    endpoint = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    host, port = endpoint.hostname or "huggingface.co", endpoint.port or (443 if endpoint.scheme == "https" else 80)
-    try:
-        socket.create_connection((host, port), timeout=timeout).close()
-    except OSError as exc:
-        return f"cannot be reached ({host}:{port}: {exc.strerror or exc})"
-    return None
 
 
 def _wilson(correct: int, n: int) -> list[float] | None:

@@ -73,6 +73,30 @@ def unknown_key_problem(exc: BaseException) -> str | None:
     known = [str(k) for k in cause.parent_node if not str(k).startswith("_")]
     hint = _close(parts[depth - 1], known)
     where = f"{typed[1]}: " if typed[1] != missing else ""
+    if _free_form(parent) and not hint:  # any key goes there (a provider's params): adding one takes `+`
+        return (f"{where}{missing} is not set in this config; {parent} takes any key: add it with "
+                f"+{typed[1]}=... (the keys set now are: {', '.join(known) or 'none'})")
     return (f"{where}{missing} is not a key of the runner's config"
             + (f" (did you mean {parent + '.' if parent else ''}{hint}?)" if hint else "")
             + f"; the keys{' of ' + parent if parent else ''} are: {', '.join(known)}")
+
+
+def _free_form(parent: str) -> bool:
+    """A map whose keys are the user's to choose: an entry's or a task's request params."""
+    return bool(re.fullmatch(r"(model|judges\.panel\.\d+|benchmark\.specs\.[^.]+)\.params", parent))
+
+
+def group_option_problem(exc: BaseException) -> str | None:
+    """The one line for a config group option that does not exist (`benchmark=eve_smaple`): the close match
+    and the options there are, from Hydra's own error."""
+    text = str(exc)
+    found = re.search(r"Could not find '([^']+)/([^'/]+)'", text)
+    listed = re.search(r"Available options in '[^']+':\s*\n((?:\s+\S+\n?)+)", text)
+    if found is None:
+        return None
+    group, option = found.groups()
+    options = listed.group(1).split() if listed else []
+    hint = _close(option, options)
+    return (f"{group}={option} is not an option of {group}" + (f" (did you mean {group}={hint}?)" if hint else "")
+            + (f"; the options are: {', '.join(options)}" if options else "")
+            + "; your own files join them with hydra.searchpath=[file:///abs/dir]")

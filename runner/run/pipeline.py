@@ -25,6 +25,7 @@ from runner.run.jobs import Job, error_record, run_jobs
 from runner.run.store import SampleStore, key_of, read_at, record_key
 from runner.run.workers import Pool
 from runner.tasks.base import BaseTask, Context, Loaded
+from runner.tasks.templates import UndefinedVariable
 from runner.types import TaskResult
 
 log = logging.getLogger("runner")
@@ -68,6 +69,8 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
         planned.loaded[task.name] = data
         if not data.samples and not data.bad and data.skipped is None:
             raise DataError(_nothing_to_ask(task, data))
+        check_prompts(task, data, ctx)
+        scorable = getattr(task, "check_sample", None)  # a scorer may refuse a row it cannot score (task.py)
         # key -> (offset, finished, fingerprint, compact record) of the latest line of each sample and epoch
         existing = {key_of(rec): (offset, task.finished(rec), rec.get("fingerprint"), compact(rec))
                     for offset, rec in store.scan(task.name)}
@@ -79,6 +82,12 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
         unbuildable: list[tuple[Any, str]] = []
         kept = 0
         for index, sample in enumerate(data.samples):
+            try:
+                if scorable is not None:
+                    scorable(sample)
+            except ValueError as exc:  # never sent: no reply to it could be scored
+                unbuildable.append((sample.id, f"cannot be scored: {exc}"))
+                continue
             try:
                 parts = task.fingerprint_parts(sample, data.shots, ctx)
             except RunnerError:
@@ -111,8 +120,9 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
         data.rebuild_from_rows()
         planned.kept[task.name] = kept
         if unbuildable and len(unbuildable) == len(data.samples):
-            raise ConfigError(f"benchmark.specs.{task.name}: no sample's prompt can be built "
-                              f"(sample {unbuildable[0][0]}: {unbuildable[0][1]}); check the task's templates")
+            raise ConfigError(f"benchmark.specs.{task.name}: none of its {len(unbuildable)} sample(s) can be asked "
+                              f"(sample {unbuildable[0][0]}: {unbuildable[0][1]}); check the task's templates, "
+                              "scorers and data")
         if unbuildable:  # recorded as errors, like rows that could not become samples
             data.dropped = len(unbuildable)
             data.bad.extend(unbuildable)
@@ -136,6 +146,24 @@ def plan(built: Built, store: SampleStore, ctx: Context, *, resume: str = "auto"
                           + "; ".join(problems) + "; re-run with resume=refresh to ask exactly those samples "
                           "again (unchanged calls come from the cache), or choose a new hydra.run.dir")
     return planned
+
+
+def check_prompts(task: BaseTask, data: Loaded, ctx: Context) -> None:
+    """Every prompt one sample sends (the model's with its few-shot turns, each judge's rubric, an extractor's),
+    rendered for the task's first sample before any request: a variable no sample can have stops the run
+    (ConfigError naming the template) instead of failing each sample after the model was paid for it."""
+    if not data.samples:
+        return
+    sample = data.samples[0]
+    judges = (ctx.panel.names or ["judge"]) if task.needs_judges and ctx.panel is not None else []
+    try:
+        task.planned_calls(sample, data.shots, judges, None, ctx.seed)
+    except UndefinedVariable as exc:
+        seen = " (question, choices, letters, context, target, reference, row.<column>, meta.<key>; a rubric also " \
+            "response)" if hasattr(task, "solver") else ""
+        raise ConfigError(f"{exc.where or f'benchmark.specs.{task.name}'}: template {exc.source}: {exc.detail} when "
+                          f"rendered for sample {sample.id}, the task's first; use the variables a template "
+                          f"sees{seen}, or give the data that column; nothing was sent") from None
 
 
 def _nothing_to_ask(task: BaseTask, data: Loaded) -> str:

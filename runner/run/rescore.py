@@ -24,7 +24,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from runner.benchmarks.base import Benchmark
-from runner.config import instantiate, register
+from runner.config import allow_code, instantiate, register
 from runner.errors import RunnerError
 from runner.metrics.uncertainty import with_uncertainty
 from runner.run.store import SampleStore, key_of, latest, record_key, write_json
@@ -43,6 +43,8 @@ def load_run(run_dir: Path) -> tuple[Any, list[BaseTask], dict[str, list[dict[st
 
 
 def _config(run_dir: Path) -> DictConfig:
+    """The run's own config, with its own `allow_code` in force: a run scored by a user's scorer is read back
+    with it (as the run itself, runner/run/build.py, did)."""
     register()
     saved, results = run_dir / ".hydra" / "config.yaml", run_dir / "results.json"
     if saved.exists():
@@ -52,6 +54,7 @@ def _config(run_dir: Path) -> DictConfig:
     else:
         raise RunnerError(f"neither {saved} nor {results} exists; RUN_DIR must be a runner run directory")
     assert isinstance(cfg, DictConfig)
+    allow_code(list(OmegaConf.select(cfg, "allow_code", default=None) or []))
     return cfg
 
 

@@ -18,7 +18,7 @@ from runner.metrics.core import iou
 from runner.scorers.extractor import Extractor
 from runner.scorers.reading import read_reply
 from runner.tasks.base import PlannedCall
-from runner.types import Sample, Scored
+from runner.types import Sample, Scored, letters
 
 if TYPE_CHECKING:
     from runner.tasks.base import Context
@@ -51,6 +51,21 @@ class Choice:
     def metrics(self) -> list[str]:
         """The per-sample scores it gives, averaged by default."""
         return ["mean:iou", "mean:accuracy"] if self.multiple else ["mean:accuracy"]
+
+    def score_names(self) -> list[str]:
+        """The per-sample scores it gives."""
+        return ["iou", "accuracy"] if self.multiple else ["accuracy"]
+
+    def check(self, sample: Sample) -> None:
+        """ValueError when the reference names a letter that is no option of the sample: no reply could be right."""
+        gold = [sample.target] if isinstance(sample.target, str) or not isinstance(sample.target, Sequence) \
+            else list(sample.target)
+        options = letters(len(sample.choices))
+        wrong = [g for g in gold if g not in options]
+        if wrong or not gold:
+            have = f"its options are {', '.join(options)}" if options else \
+                "the sample has no options (name their column in the task's fields.choices)"
+            raise ValueError(f"reference {sample.target!r} is not among the option letters: {have}")
 
     def counts(self, records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         """results.json `counts` of a task with an extractor: how many replies each reader read."""

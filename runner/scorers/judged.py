@@ -72,6 +72,10 @@ class Judged:
         """The panel's metrics by default (per judge, mean, vote by this scorer's rule, agreement)."""
         return [JudgePanel(self.vote)]
 
+    def score_names(self) -> list[str]:
+        """The per-sample scores it gives: each judge's (`judge/<name>`), their mean, agreement and the vote."""
+        return ["judge/*", "judge_avg", "judge_unanimous"] + (["judge_vote"] if VOTES[self.vote] is not None else [])
+
     def rubric_text(self) -> str:
         """The rubric as written (part of every judged record's fingerprint)."""
         assert self.rubric is not None

@@ -56,6 +56,15 @@ class Numeric:
         """The per-sample score it gives, averaged by default."""
         return ["mean:accuracy"]
 
+    def score_names(self) -> list[str]:
+        """The per-sample score it gives."""
+        return ["accuracy"]
+
+    def check(self, sample: Sample) -> None:
+        """ValueError when the reference is no number this scorer reads ("1/2", "ten"): no reply could be scored."""
+        if _to_float(str(sample.target)) is None:
+            raise ValueError(f"reference {sample.target!r} is not a number (write it as digits, e.g. 0.5)")
+
     async def __call__(self, sample: Sample, text: str, ctx: Context) -> Scored:
         """Read the number and compare it with the reference."""
         gold = _to_float(str(sample.target))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner.metrics.reference import ReferenceScorer, check, metric_names
+from runner.metrics.reference import SENTENCE_BLEU, ReferenceScorer, check, metric_names
 from runner.types import Sample, Scored
 
 if TYPE_CHECKING:
@@ -50,6 +50,10 @@ class Reference:
 
     def metrics(self) -> list[Any]:
         return [ReferenceMetrics(self.scorer)] if self.scorer else []
+
+    def score_names(self) -> list[str]:
+        """The per-sample scores the selected metrics give (sentence BLEU for corpus BLEU)."""
+        return [SENTENCE_BLEU if m == "bleu" else m for m in metric_names(self.selected)]
 
     def has_scores(self, record: Mapping[str, Any]) -> bool:
         """A kept record made without (some of) the selected metrics is asked again."""

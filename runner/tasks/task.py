@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
+from difflib import get_close_matches
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -55,9 +57,14 @@ class Scorer(Protocol):
 
     async def __call__(self, sample: Sample, text: str, ctx: Context) -> Scored: ...
 
-    # Optional: `planned_calls(sample, reply, judges) -> list[PlannedCall]`, the requests scoring one sample
-    # sends (a judged scorer's judges, a choice scorer's extractor), for dry runs; a scorer without it sends
-    # none.
+    # Optional:
+    # * `planned_calls(sample, reply, judges) -> list[PlannedCall]`, the requests scoring one sample sends (a
+    #   judged scorer's judges, a choice scorer's extractor), for dry runs; a scorer without it sends none.
+    # * `score_names() -> list[str]`, the per-sample scores it gives (`fnmatch` patterns for a family, e.g.
+    #   `judge/*`), so a metric naming a score no scorer gives and two scorers giving one score stop the run
+    #   before any request; a scorer without it is trusted (its metrics are not checked).
+    # * `check(sample) -> None`, raising ValueError when it could not score any reply to `sample` (a reference
+    #   a numeric scorer cannot read): the row is recorded as a bad row and never sent.
 
 
 RowAdapter = Callable[[Mapping[str, Any], int], Sample]
@@ -100,9 +107,25 @@ class Task(BaseTask):
         self.solver.prepare(search, where)
         for key, scorer in self.scorers.items():
             scorer.prepare(search, f"{where}.scorers.{key}")
+        declared = {key: list(s.score_names()) for key, s in self.scorers.items() if hasattr(s, "score_names")}
+        _unique_scores(declared, f"{where}.scorers")
         specs = self._metric_specs or [m for s in self.scorers.values() for m in s.metrics()]
         self.aggregations = [aggregation(m) if isinstance(m, str) else m for m in specs]
+        if len(declared) == len(self.scorers):  # a score of a scorer that says nothing cannot be checked
+            _known_scores(self.aggregations, specs, [n for names in declared.values() for n in names],
+                          f"{where}.metrics")
         self.headline = self._headline or (self.aggregations[0].headline() if self.aggregations else "accuracy")
+
+    def check_sample(self, sample: Sample) -> None:
+        """ValueError when a scorer could not score any reply to `sample` (runner/run/pipeline.py records it as a
+        bad row, never sent): each scorer's optional `check`."""
+        for key, scorer in self.scorers.items():
+            check = getattr(scorer, "check", None)
+            if check is not None:
+                try:
+                    check(sample)
+                except ValueError as exc:
+                    raise ValueError(f"scorer {key} ({type(scorer).__name__}): {exc}") from None
 
     def to_sample(self, row: Mapping[str, Any], index: int) -> Sample:
         if self.rows is not None:
@@ -176,3 +199,27 @@ class Task(BaseTask):
         for scorer in self.scorers.values():  # counts that are not rates (a choice scorer: replies read each way)
             result.counts.update(scorer.counts(records) if hasattr(scorer, "counts") else {})
         return result
+
+
+def _unique_scores(declared: Mapping[str, Sequence[str]], where: str) -> None:
+    """Two scorers of one task giving the same score would be merged in each record, the last one winning."""
+    keys = list(declared)
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            both = [x for x in declared[a] for y in declared[b] if fnmatchcase(x, y) or fnmatchcase(y, x)]
+            if both:
+                raise ConfigError(f"{where}: scorers {a} and {b} both give the score '{both[0]}', and a record keeps "
+                                  "one value per score name; keep one of them, or split them into two tasks")
+
+
+def _known_scores(aggregations: Sequence[Aggregation], specs: Sequence[Any], names: Sequence[str],
+                  where: str) -> None:
+    """Every metric reading a per-sample score (`mean:<score>`, `median:<score>`, any aggregation with a
+    `score`) must name one the task's scorers give: a typo would otherwise fail after every sample was asked."""
+    for agg, spec in zip(aggregations, specs, strict=True):
+        score = getattr(agg, "score", None)
+        if isinstance(score, str) and not any(fnmatchcase(score, n) for n in names):
+            close = get_close_matches(score, [n for n in names if "*" not in n], n=1)
+            raise ConfigError(f"{where}: '{spec}' reads the score '{score}', which no scorer of the task gives "
+                              f"(they give {', '.join(names) or 'none'})"
+                              + (f"; did you mean '{close[0]}'?" if close else "; name one of those"))

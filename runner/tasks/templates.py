@@ -30,6 +30,16 @@ SANDBOX_HINT = ("templates run in Jinja's sandbox: they may read their variables
                 "(a data column whose name starts with '_' is read as row['_name'])")
 
 
+class UndefinedVariable(Exception):  # noqa: N818 - named for what the template did
+    """A template used a variable the values it was rendered with do not have (StrictUndefined). Rendering one
+    sample it is that sample's error; rendered for a task's first sample before any request, it stops the run
+    (runner/run/pipeline.py `check_prompts`)."""
+
+    def __init__(self, where: str, source: str, detail: str) -> None:
+        super().__init__(f"{where + ': ' if where else ''}template {source}: {detail}")
+        self.where, self.source, self.detail = where, source, detail
+
+
 @dataclass(frozen=True)
 class Template:
     """A compiled Jinja template (StrictUndefined: a missing variable fails the sample loudly)."""
@@ -43,13 +53,16 @@ class Template:
 
     def render(self, **variables: Any) -> str:
         """The rendered text, surrounding whitespace stripped. An operation the sandbox refuses is the
-        template's fault, not the sample's: a ConfigError naming the template."""
-        from jinja2.exceptions import SecurityError
+        template's fault, not the sample's: a ConfigError naming the template; an undefined variable is
+        UndefinedVariable, naming it too."""
+        from jinja2.exceptions import SecurityError, UndefinedError
 
         try:
             return str(self.compiled.render(**variables)).strip()
         except SecurityError as exc:
             raise unsafe(self.where, self.source, exc) from None
+        except UndefinedError as exc:
+            raise UndefinedVariable(self.where, self.source, " ".join(str(exc).split())) from None
 
 
 def unsafe(where: str, source: str, exc: BaseException) -> ConfigError:

@@ -30,7 +30,7 @@ from runner.metrics.core import majority_vote, mean
 from runner.metrics.results import task_result
 from runner.run.store import record_key
 from runner.tasks.base import BaseTask, Context, PlannedCall
-from runner.tasks.templates import render
+from runner.tasks.templates import check, render
 from runner.types import Judgement, ModelOutput, Sample, SampleRecord, TaskResult, Usage
 
 log = logging.getLogger("runner")
@@ -74,6 +74,10 @@ class MugenTask(BaseTask):
                 raise ConfigError(f"benchmark.judge_prompt: file '{path}' not found; give the path of a Jinja "
                                   "file using instruction, answer, response and output")
             self.judge_dir, self.judge_file = path.resolve().parent, path.name
+        # Compiled now, so a broken prompt stops the run before any request (its variables are checked on the
+        # first sample when the run is planned: runner/run/pipeline.py `check_prompts`).
+        check(self.judge_dir, self.judge_file, "benchmark.judge_prompt" if judge_prompt else f"benchmark.specs.{name}")
+        check(PROMPTS, "generate.j2", f"benchmark.specs.{name}")
         # Filled by MugenBenchmark.load: every item's id in file/dataset order, the prediction records
         # by id (judging only) and their current responses (to notice an edited prediction file).
         self.order: list[Any] = []

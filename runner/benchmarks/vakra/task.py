@@ -24,7 +24,7 @@ from runner.benchmarks.vakra.scoring import RESPONSE_WINDOW, TurnScore, TurnScor
 from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable, StartLedger, server_spec
 from runner.run.provenance import data_block
 from runner.tasks.base import BaseTask, Context, Loaded, PlannedCall
-from runner.tasks.templates import render
+from runner.tasks.templates import check, render
 from runner.types import Sample, SampleRecord, TaskResult
 
 log = logging.getLogger("runner")
@@ -80,6 +80,9 @@ class DomainTask(BaseTask):
                  groundedness_prompt: str = "groundedness.j2", response_window: int = RESPONSE_WINDOW,
                  agent_prompt: str = "agent_system.j2", **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
+        for key, prompt in (("correctness_prompt", correctness_prompt), ("groundedness_prompt", groundedness_prompt),
+                            ("agent_prompt", agent_prompt)):  # compiled now: a broken one stops the run at once
+            check(PROMPTS, prompt, f"vakra domain {name}: {key}")
         self.scorer = TurnScorer(PROMPTS, correctness_prompt, groundedness_prompt, int(response_window))
         self.agent_prompt = agent_prompt
         self.agent: Agent | None = None

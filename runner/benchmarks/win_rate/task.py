@@ -23,7 +23,7 @@ from runner.judges.parsers import parse_winner
 from runner.metrics.results import judge_names, task_result
 from runner.models.litellm_model import Endpoint
 from runner.tasks.base import BaseTask, Context, PlannedCall
-from runner.tasks.templates import render
+from runner.tasks.templates import check, render
 from runner.types import Sample, SampleRecord, TaskResult, Usage
 
 ORDERS = ("one", "both")
@@ -59,6 +59,7 @@ class PairwiseTask(BaseTask):
         self.orders = orders
         self.with_reference = bool(with_reference)
         self.prompt = prompt
+        check(self.prompt_dir, prompt, f"benchmark.specs.{name}.prompt")  # a broken prompt stops the run now
         self.headline = f"aggregate/{model_a}_alpaca_win_rate"
         self.pairing: Pairing | None = None
         """What the join kept and dropped; set when the benchmark loads this task."""

@@ -64,7 +64,9 @@ def compose(overrides: list[str], *, with_hydra: bool = False) -> Any:
 
 
 def fake_model_overrides(base_url: str, *, judges: int = 1, concurrency: int = 8) -> list[str]:
-    """Point the model under test and a panel of `judges` judges at the fake server."""
+    """Point the model under test and a panel of `judges` judges at the fake server. The preflight is off: the
+    tests built on this count each sample's requests by hand; tests/test_preflight.py runs it on, with judges,
+    extractors, workers and budgets."""
     panel = ",".join(
         f"{{name:judge{i + 1},model:openai/judge{i + 1},api_base:'{base_url}',api_key:test-key,"
         f"concurrency:{concurrency},max_retries:3,timeout:5}}" for i in range(judges))
@@ -72,7 +74,7 @@ def fake_model_overrides(base_url: str, *, judges: int = 1, concurrency: int = 8
         "model=openai-compatible", "model.name=fake-model", "model.model=openai/fake-model",
         f"model.api_base={base_url}", "model.api_key=test-key", f"model.concurrency={concurrency}",
         "model.timeout=5", "model.max_retries=3",
-        f"judges.panel=[{panel}]",
+        f"judges.panel=[{panel}]", "preflight=false",
     ]
 
 

@@ -121,7 +121,7 @@ def test_a_dry_run_of_the_default_benchmark_from_another_directory(venv, tmp_pat
     run_dir = tmp_path / "run"
     proc = run([str(venv / "runner"), "dry_run=true", "tracker=none", f"hydra.run.dir={run_dir}"], tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.startswith(f"Dry run: nothing was sent; plan written to {run_dir / 'plan.json'}")
+    assert f"Dry run: nothing was sent; plan written to {run_dir / 'plan.json'}" in proc.stdout.splitlines()
     plan = json.loads((run_dir / "plan.json").read_text())
     samples = sum(task["samples"] for task in plan["tasks"].values())
     # The bundled sample's six tasks, read from the installed package; one model call per sample.

@@ -25,7 +25,7 @@ def test_rejudge_grades_recorded_replies_with_another_panel_and_asks_the_model_n
     base = ["model=openai-compatible", "model.name=fake-model", "model.model=openai/fake-model",
             f"model.api_base={fake_llm.base_url}", "model.api_key=test-key", "benchmark=eve",
             f"benchmark.data_dir={EVE_SAMPLE}", "benchmark.tasks=[open_ended,mcqa_single_answer]",
-            "benchmark.limit=3", "tracker=none", "cache.enabled=false"]
+            "benchmark.limit=3", "tracker=none", "cache.enabled=false", "preflight=false"]
     first = cli(base + [f"judges.panel=[{judge('judge-a', fake_llm.base_url)}]", f"hydra.run.dir={src}"],
                 timeout=120)
     assert first.returncode == 0, first.stderr

@@ -33,7 +33,7 @@ def args(url: str, run_dir: Path, cache: Path, *, judges: tuple[str, ...] = ("ju
             f"model.api_base={url}", "model.api_key=test-key", "model.timeout=5",
             f"judges.panel=[{','.join(judge(j, url) for j in judges)}]",
             "benchmark=eve", f"benchmark.data_dir={data}", "benchmark.tasks=[open_ended]", f"benchmark.limit={limit}",
-            "tracker=none", "progress=false", f"cache.dir={cache}", f"hydra.run.dir={run_dir}"]
+            "tracker=none", "progress=false", f"cache.dir={cache}", f"hydra.run.dir={run_dir}", "preflight=false"]
 
 
 def reply(body: dict) -> str:
@@ -81,7 +81,9 @@ def test_another_panel_is_refused_naming_it_and_the_run_dir_is_left_as_it_was(fa
     assert proc.returncode == 2
     line = one_line_error(proc)
     assert "3 differ in the judge panel or rubric (was judge-a, now judge-b)" in line and "resume=refresh" in line
-    assert snapshot(run_dir) == before and fake_llm.count == sent
+    after = snapshot(run_dir)  # runner.log only gains the refused invocation's lines
+    log_before, log_after = before.pop("runner.log", b""), after.pop("runner.log", b"")
+    assert after == before and log_after.startswith(log_before) and fake_llm.count == sent
 
 
 def test_refresh_asks_exactly_the_changed_samples_and_reports_only_the_current_panel(fake_llm, tmp_path):

@@ -78,7 +78,7 @@ def panel(base_url: str, names: list[str]) -> str:
 
 def overrides(base_url: str, run_dir: Path, judges: list[str], *extra: str, a: Path = X, b: Path = Y) -> list[str]:
     return ["benchmark=win_rate", f"benchmark.model_a=[{{name:x,file:'{a}'}}]",
-            f"benchmark.model_b=[{{name:y,file:'{b}'}}]", panel(base_url, judges), "tracker=none",
+            f"benchmark.model_b=[{{name:y,file:'{b}'}}]", panel(base_url, judges), "tracker=none", "preflight=false",
             "cache.enabled=false", "progress=false", f"hydra.run.dir={run_dir}", *extra]
 
 

@@ -100,10 +100,11 @@ def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str 
         store = SampleStore(run_dir)
         ctx = Context(model=built.model, panel=built.panel, seed=int(cfg.seed), run_dir=run_dir,
                       epochs=int(cfg.epochs))
-        log.info("loading and planning %d task(s) of %s: %s", len(built.tasks), built.benchmark.name,
-                 ", ".join(t.name for t in built.tasks))
+        say = log.debug if cfg.dry_run else log.info  # a dry run writes plan.json only, and prints only the plan
+        say("loading and planning %d task(s) of %s: %s", len(built.tasks), built.benchmark.name,
+            ", ".join(t.name for t in built.tasks))
         planned = plan(built, store, ctx, resume=str(cfg.resume))
-        log.info("planned: %d sample(s) to ask (epochs counted apart)%s", len(planned.jobs),
+        say("planned: %d sample(s) to ask (epochs counted apart)%s", len(planned.jobs),
                  f", {sum(planned.kept.values())} kept from an earlier run" if any(planned.kept.values()) else "")
         # One tiny request per endpoint first, where a refused judge key would otherwise show only after the
         # model was paid for every sample.

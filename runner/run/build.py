@@ -117,8 +117,9 @@ class Built:
 
     def preflight_targets(self, tasks: Collection[str]) -> list[Endpoint]:
         """The endpoints the preflight asks: those the pending samples of `tasks` will call, when they are
-        several or include a judge; never a replayed model (asked nothing) or the embedded model (no key to
-        refuse, and its server answered when it started)."""
+        several (a run that calls one endpoint learns of a refused key from its first request, at the same
+        price); never a replayed model (asked nothing) or the embedded model (no key to refuse, and its server
+        answered when it started)."""
         chosen = [t for t in self.tasks if t.name in tasks]
         called: list[Endpoint] = [self.model] if self.model is not None and any(t.needs_model for t in chosen) \
             else []
@@ -126,7 +127,7 @@ class Built:
         called += self.panel.judges if judged else []
         called += [x.endpoint for x in extractors(chosen) if x.endpoint is not None]
         called = list({id(e): e for e in called}.values())
-        if len(called) < 2 and not judged:
+        if len(called) < 2:
             return []
         keyed = {id(e) for _, e in self.entry_keys()}
         return [e for e in called if id(e) in keyed and not (e.origin or "").startswith(EMBEDDED)]

@@ -244,6 +244,12 @@ class TaskResult:
     """With several epochs: each metric computed on each epoch's records alone, in epoch order."""
     epoch_sd: dict[str, float | None] | None = None
     """With several epochs: each metric's sample standard deviation across epochs (its run-to-run spread)."""
+    reducer: str | None = None
+    """How a sample's epochs combine before its metrics (`mean`, `mode`, `max`, `min`, `median`, `pass_at_k`);
+    None where the task has no say (one epoch and no reducer set)."""
+    params: dict[str, Any] | None = None
+    """The effective params of the task's model requests (entry < task < run-level `params`); None where the
+    task asks no model."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form with the contract's keys first (`judge_stats` only where two or more judged)."""

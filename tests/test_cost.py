@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import EVE_SAMPLE, JUDGE_CORRECT, read_jsonl, run_in_process
 from fake_llm import FakeLLM
+from test_wandb_tracker import offline_env  # noqa: F401 - a fixture
 
 from runner.errors import ConfigError
 from runner.models.accounting import parse_pricing
 from runner.models.cache import ResponseCache, request_key
 from runner.models.entries import endpoint_from_config
 from runner.models.litellm_model import Endpoint, _import_litellm
-from runner.run.invocations import closing_line, format_usd, totals
+from runner.run.invocations import closing_line, format_usd, merge_usage, totals
 
 # Prices per million tokens; $1 and $3 a token keep every sum an exact integer.
 MODEL_PRICES = (1_000_000, 3_000_000)
@@ -98,7 +100,7 @@ def test_entry_pricing_makes_the_cost_exact_and_cache_hits_cost_nothing(tmp_path
     assert second["totals"]["cost_usd"] == 0.0 and second["totals"]["cached_requests"] == 8
     records = [json.loads(line) for line in (tmp_path / "b" / "samples" / "open_ended.jsonl").read_text().splitlines()]
     assert all(r["usage"]["model"]["cached"] and r["usage"]["model"]["cost"] == 0.0 for r in records)
-    assert "8 requests (8 cached)" in closing_line(second) and "$0.00" in closing_line(second)
+    assert "0 requests sent · 8 from the cache · 0 tokens · $0.00" in closing_line(second)
 
 
 def test_an_unknown_price_is_null_end_to_end(tmp_path):
@@ -196,17 +198,18 @@ def test_totals_sum_counts_and_a_money_sum_is_null_when_any_part_is():
 
 def test_closing_line_formats():
     results = {"run": {"run_dir": "outputs/2025-01-01/12-00-00", "duration_s": 42.14},
-               "totals": {"requests": 90, "cached_requests": 40, "prompt_tokens": 50_000,
+               "totals": {"requests": 90, "cached_requests": 40, "retries": 3, "prompt_tokens": 50_000,
                           "completion_tokens": 2_310, "cost_usd": 0.03121}}
-    assert closing_line(results) == ("done: outputs/2025-01-01/12-00-00/results.json · 130 requests (40 cached) · "
-                                     "52,310 tokens · $0.0312 · 42.1 s")
+    # results.json's own figures, as they are: 90 requests sent (3 of them retries), 40 replies from the cache
+    assert closing_line(results) == ("done: outputs/2025-01-01/12-00-00/results.json · 90 requests sent (3 retries) · "
+                                     "40 from the cache · 52,310 tokens · $0.0312 · 42.1 s")
     unknown = {**results, "totals": {**results["totals"], "cost_usd": None}, "stopped": "budget"}
     assert closing_line(unknown).endswith("52,310 tokens · cost unknown · 42.1 s · stopped: budget")
     assert format_usd(0.0) == "$0.00" and format_usd(2.3e-06) == "$0.0000023" and format_usd(12.5) == "$12.5000"
     # An older results.json without totals: summed from its usage.
     old = {"usage": {"m": {"requests": 1, "cache_hits": 0, "prompt_tokens": 3, "completion_tokens": 1,
                            "cost_usd": 1e-06}}}
-    assert closing_line(old) == "done: results.json · 1 request (0 cached) · 4 tokens · $0.0000010"
+    assert closing_line(old) == "done: results.json · 1 request sent · 4 tokens · $0.0000010"
 
 
 def test_the_embedded_model_runs_here_and_costs_nothing(tmp_path):
@@ -230,3 +233,83 @@ def test_a_reply_through_the_runner_costs_what_litellm_says(fake_llm: FakeLLM):
     assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (3, 1)
     assert out.usage.cost == pytest.approx(expected, rel=1e-12) and expected > 0
     assert endpoint.usage()["cost_usd"] == pytest.approx(expected, rel=1e-12)
+
+
+# --- one count of everything (issue 35, point 3) ---------------------------------------------------
+
+EXTRACTOR_ASKED = "You read one reply to a multiple-choice question"
+"""The start of the extractor's prompt (runner/scorers/prompts/extract_letters.j2)."""
+FOURTH_QUESTION = "^How does differential SAR interferometry"
+"""open_ended's fourth sample: its model request (not the judge's, whose prompt quotes the question after its
+rubric) is refused once with a 429, then retried."""
+
+
+def _closing_figures(line: str) -> dict[str, float | int | None]:
+    """The numbers of a closing line, as a reader takes them from the screen."""
+    def number(pattern: str) -> int:
+        found = re.search(pattern, line)
+        return int(found.group(1).replace(",", "")) if found else 0
+
+    cost = re.search(r"· \$([\d.]+) ·", line)
+    return {"requests": number(r"([\d,]+) requests? sent"), "retries": number(r"sent \(([\d,]+) retr"),
+            "cached_requests": number(r"([\d,]+) from the cache"), "tokens": number(r"([\d,]+) tokens"),
+            "cost_usd": float(cost.group(1)) if cost else None, "invocations": number(r"over (\d+) invocations")}
+
+
+@pytest.mark.usefixtures("offline_env")
+def test_the_closing_line_results_json_invocations_and_wandb_count_alike(fake_llm: FakeLLM, tmp_path, capsys):
+    """A resumed run over two invocations, with cache hits, a retry, a judge and an extractor: the screen's
+    figures are results.json's `totals`, which are the sums of invocations.jsonl, which W&B's summary holds; the
+    requests are what the server received, the cached ones what it did not."""
+    fake_llm.rules = [(EXTRACTOR_ASKED, '{"letters": ["C"]}')]
+    fake_llm.default = judged_reply_or_unreadable
+    fake_llm.faults, fake_llm.fault_only_matching = ["429"], FOURTH_QUESTION
+    reader = (f"{{name:reader,model:openai/reader,api_base:'{fake_llm.base_url}',api_key:test-key,max_retries:0,"
+              "timeout:5,params:{max_tokens:32},pricing:{input_per_mtok:1,output_per_mtok:2}}")
+
+    def args(run_dir: Path, limit: int, tracker: str = "none") -> list[str]:
+        base = overrides(fake_llm.base_url, run_dir, tmp_path / "cache", task="mcqa_single_answer,open_ended")
+        return [*[a for a in base if not a.startswith(("benchmark.limit", "tracker"))], f"benchmark.limit={limit}",
+                "benchmark.num_fewshot=0", f"tracker={tracker}",
+                f"benchmark.specs.mcqa_single_answer.scorers.choice.extractor={reader}"]
+
+    run_in_process(args(tmp_path / "warm", 3), tmp_path / "warm")  # fills the cache for samples 0-2
+    before = fake_llm.count
+    run_in_process(args(tmp_path / "run", 2, "wandb"), tmp_path / "run")  # all from the cache
+    capsys.readouterr()
+    results = run_in_process(args(tmp_path / "run", 4, "wandb"), tmp_path / "run")  # sample 2 cached, 3 sent
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("done: "))
+
+    # By hand: per task and sample one model call plus one extractor (mcqa, unreadable replies) or judge
+    # (open_ended) call: 4 samples x 2 tasks x 2 = 16 replies; sample 3's four calls were sent, plus the 429's
+    # second attempt; the other 12 came from the cache.
+    total = results["totals"]
+    assert fake_llm.count - before == total["requests"] == 5 and total["retries"] == 1
+    assert total["cached_requests"] == 12 and total["rate_limited"] == 1
+    assert total["requests"] == total["successes"] + total["failures"] + total["retries"]  # docs/outputs.md
+    assert set(results["usage"]) == {"fake-model", "judge1", "reader"}
+    figures = _closing_figures(line)
+    assert figures == {"requests": 5, "retries": 1, "cached_requests": 12,
+                       "tokens": total["prompt_tokens"] + total["completion_tokens"],
+                       "cost_usd": float(format_usd(total["cost_usd"])[1:]), "invocations": 2}, line
+
+    on_disk = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert on_disk["totals"] == total and on_disk["usage"] == results["usage"]
+    lines = [json.loads(x) for x in (tmp_path / "run" / "invocations.jsonl").read_text().splitlines()]
+    assert [x["usage"]["fake-model"]["cached_requests"] for x in lines] == [4, 2]  # 2 tasks x 2, then 2 x 1
+    assert totals(merge_usage([x["usage"] for x in lines])) == total
+
+    from test_wandb_tracker import read_offline_run
+
+    last = sorted((tmp_path / "run" / "wandb").glob("offline-run-*"))[-1]
+    summary = read_offline_run(last)["summary"]
+    assert {k: summary[f"totals/{k}"] for k in ("requests", "cached_requests", "retries", "prompt_tokens",
+                                                "completion_tokens", "cost_usd")} == \
+        {k: total[k] for k in ("requests", "cached_requests", "retries", "prompt_tokens", "completion_tokens",
+                               "cost_usd")}
+
+
+def judged_reply_or_unreadable(body: dict[str, Any]) -> str:
+    """The judge says correct; the model's replies name no option the rules can read (so the extractor reads
+    the multiple-choice ones)."""
+    return JUDGE_CORRECT if body["model"] == "judge1" else "Hmm. The one I would pick, honestly."

@@ -78,9 +78,10 @@ def test_what_counts_as_the_installs_fault():
     assert repeating_fault(_raised(lambda: 1 + "1")) is None  # type: ignore[operator]
 
 
-@pytest.mark.parametrize("cached, line", [(0, "0 requests (0 cached) · 0 tokens · nothing sent"),
-                                          (3, "3 requests (3 cached) · 30 tokens · $0.00")])
+@pytest.mark.parametrize("cached, line", [(0, "0 requests sent · 0 tokens · no cost"),
+                                          (3, "0 requests sent · 3 from the cache · 0 tokens · $0.00")])
 def test_a_run_that_asked_nothing_says_so_instead_of_a_price(cached, line):
-    results = {"totals": {"requests": 0, "cached_requests": cached, "prompt_tokens": 10 * cached,
+    # cached replies' tokens are not spent again: prompt_tokens counts the requests sent only
+    results = {"totals": {"requests": 0, "cached_requests": cached, "prompt_tokens": 0,
                           "completion_tokens": 0, "cost_usd": 0.0}}
     assert closing_line(results) == f"done: results.json · {line}"

@@ -143,24 +143,27 @@ def format_usd(value: float | None) -> str:
 
 
 def closing_line(results: Mapping[str, Any]) -> str:
-    """One line after a run: where results.json is, requests (of which from the cache), tokens sent and
-    received, cost and wall time, e.g.
-    `done: outputs/x/results.json · 130 requests (40 cached) · 52,310 tokens · $0.0312 · 42.1 s`.
-
-    Requests count every reply asked for: HTTP attempts (retries included) plus cache hits; tokens are
-    those of the requests sent (cached replies' tokens are not spent again).
+    """One line after a run: where results.json is, then its `totals` as they are (docs/outputs.md, "What is
+    counted"): requests sent (retries included), replies from the cache (not sent, so not requests), tokens of
+    the requests sent, cost and wall time, e.g.
+    `done: outputs/x/results.json · 105 requests sent (3 retries) · 45 from the cache · 52,310 tokens · $0.0312
+    · 42.1 s`.
     """
     run = results.get("run") or {}
     total = results.get("totals") or totals(results.get("usage") or {})
     path = Path(str(run["run_dir"])) / "results.json" if run.get("run_dir") else Path("results.json")
+    sent = int(total.get("requests") or 0)
     cached = int(total.get("cached_requests", total.get("cache_hits", 0)) or 0)
-    requests = int(total.get("requests") or 0) + cached
+    retries = int(total.get("retries") or 0)
     tokens = int(total.get("prompt_tokens") or 0) + int(total.get("completion_tokens") or 0)
     cost = total.get("cost_usd", total.get("cost"))
+    parts = [f"done: {path}", f"{sent:,} request{'' if sent == 1 else 's'} sent"
+             + (f" ({retries:,} retr{'y' if retries == 1 else 'ies'})" if retries else "")]
+    if cached:
+        parts.append(f"{cached:,} from the cache")
     # No reply asked for at all: no cost to state, not "$0.00" as if something had been bought for nothing.
-    parts = [f"done: {path}", f"{requests:,} request{'' if requests == 1 else 's'} ({cached:,} cached)",
-             f"{tokens:,} tokens", "nothing sent" if requests == 0 and not cost else
-             format_usd(None if cost is None else float(cost))]
+    parts += [f"{tokens:,} tokens", "no cost" if sent == 0 and cached == 0 and not cost else
+              format_usd(None if cost is None else float(cost))]
     duration = run.get("duration_s")
     if isinstance(duration, (int, float)):
         parts.append(f"{duration:.1f} s")

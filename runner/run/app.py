@@ -20,6 +20,7 @@ from runner.models.prices import restore as restore_prices
 from runner.outputs.display import Display
 from runner.run.build import build
 from runner.run.invocations import Invocation, closing_line
+from runner.run.lock import RunDirLock
 from runner.run.pipeline import Plan, execute, plan, usage_summary
 from runner.run.store import SampleStore, check_run_dir, write_json
 from runner.run.workers import Pool, check_workers, plain_config, workers_for
@@ -69,6 +70,15 @@ def _versions() -> dict[str, str]:
 
 def run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str | None = None,
         accepted: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Run the configured evaluation into `run_dir` and return the results.json content, holding the run dir
+    meanwhile: another live runner process on it stops this one at once (runner/run/lock.py, exit 2)."""
+    check_run_dir(run_dir)  # a folder it can write, with room: also where the lock is written
+    with RunDirLock(run_dir):
+        return _run(cfg, run_dir, group=group, label=label, accepted=accepted)
+
+
+def _run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str | None = None,
+         accepted: Callable[[], None] | None = None) -> dict[str, Any]:
     """Run the configured evaluation into `run_dir` and return the results.json content.
 
     Everything that can refuse the run (config, keys, a resume with other fingerprints) is checked before

@@ -44,11 +44,12 @@ def judged_reply(body: dict[str, Any]) -> str:
 
 
 def mcq(url: str, run_dir: Path, *extra: str, concurrency: int = 1, max_tokens: int = 4) -> list[str]:
-    """EVE's 13 single-answer samples, each reply $1 and each request's worst case $max_tokens."""
+    """EVE's 13 single-answer samples, each reply $1 and each request's worst case $max_tokens (the run's
+    `params.max_tokens`, over the task's 64 and the entry's 1024)."""
     return fake_model_overrides(url, concurrency=concurrency) + [
         "benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}", f"benchmark.tasks=[{MCQ}]", "tracker=none",
         "progress=false", "cache.enabled=false", f"hydra.run.dir={run_dir}", f"model.pricing={DOLLAR_A_TOKEN}",
-        f"model.params.max_tokens={max_tokens}", *extra]
+        f"params.max_tokens={max_tokens}", *extra]
 
 
 def judged(url: str, run_dir: Path, *extra: str, concurrency: int = 1) -> list[str]:
@@ -233,12 +234,13 @@ def test_cli_a_budget_stop_is_exit_4_with_one_line_and_a_rerun_with_a_larger_cap
 def test_cli_an_endpoint_without_a_price_or_max_tokens_stops_before_any_request_naming_the_keys(tmp_path):
     with FakeLLM(default=within(judged_reply)) as srv:
         args = judged(srv.base_url, tmp_path / "run", "budget.max_usd=5", "~model.params.max_tokens",
-                      "~benchmark.specs.open_ended.params.max_tokens")
+                      "~benchmark.specs.open_ended.params.max_tokens", "~params.max_tokens")
         args = [a.replace(f",pricing:{DOLLAR_A_TOKEN}", "") if a.startswith("judges.panel") else a for a in args]
         proc = cli(args, timeout=60)
         assert proc.returncode == 2
         line = one_line_error(proc)
         assert "fake-model has no max_tokens" in line and "model.params.max_tokens" in line
+        assert "params.max_tokens=N for the whole run" in line
         assert "judge1 has no known price" in line and "judges.panel[0].pricing" in line
         assert srv.count == 0
     assert not (tmp_path / "run" / "samples").exists()

@@ -16,8 +16,12 @@ from runner.run.build import PREFLIGHT
 
 JUDGED = ("open_ended", "open_ended_w_context", "refusal")
 """The EVE tasks graded by the judge panel."""
-MODEL_CAP, JUDGE_CAP = 1024, 64
-"""max_tokens of the model entry (conf/model/openai-compatible.yaml; it wins over the tasks') and of each judge."""
+JUDGE_CAP = 64
+"""max_tokens of each judge (its entry's own: a task's params are the model's, never a judge's)."""
+TASK_CAP = {"mcqa_single_answer": 64, "mcqa_multiple_answers": 64, "open_ended": 1024, "open_ended_w_context": 1024,
+            "refusal": 512, "hallucination_detection": 32}
+"""max_tokens of each EVE task (conf/task/eve/*.yaml): they win over the model entry's 1024
+(conf/model/openai-compatible.yaml), whose temperature 0.0 the tasks leave as it is."""
 PRE = 1
 """The preflight's request to each endpoint a run with judges calls (`preflight=true`, the default): one
 `max_tokens: 1` request before the samples, counted by the plan as the run sends it."""
@@ -83,11 +87,13 @@ def test_eve_plan_counts_every_request_and_prompt_token_the_run_then_sends(fake_
     model, j1, j2 = (plan["endpoints"][n] for n in ("fake-model", "judge1", "judge2"))
     assert model["requests"] == sum(samples.values()) + PRE and judged > 0
     assert j1["requests"] == j2["requests"] == judged + PRE, "one call per judge per judged sample"
-    assert model["output_tokens_max"] == MODEL_CAP * (model["requests"] - PRE) + PRE, \
-        "the entry's max_tokens wins over the task's"
+    assert model["output_tokens_max"] == sum(TASK_CAP[t] * n for t, n in samples.items()) + PRE, \
+        "each task's max_tokens wins over the entry's"
+    assert {t: b["params"] for t, b in plan["tasks"].items()} == \
+        {t: {"temperature": 0.0, "max_tokens": cap} for t, cap in TASK_CAP.items()}
     assert j1["output_tokens_max"] == JUDGE_CAP * judged + PRE
     # The judges' prompts hold the model's reply, counted as its max_tokens (an estimate, said in the plan).
-    assert j1["input_tokens"] > MODEL_CAP * judged
+    assert j1["input_tokens"] > sum(TASK_CAP[t] * samples[t] for t in JUDGED)
     printed = capsys.readouterr().out
     assert "nothing was sent" in printed and "estimate" in printed and "~" in printed
     assert "no known price for fake-model" in printed and "(preflight)" in printed
@@ -115,7 +121,7 @@ def test_a_partial_run_dir_is_planned_for_its_unfinished_samples_only(fake_llm, 
     plan = dry(eve(fake_llm.base_url, run_dir), run_dir)
     assert fake_llm.count == 0
     assert files_in(run_dir) == before | {"plan.json"}
-    assert plan["tasks"] == {t: {"samples": b["samples"] - 3} for t, b in full["tasks"].items()}
+    assert plan["tasks"] == {t: {**b, "samples": b["samples"] - 3} for t, b in full["tasks"].items()}
     left = sum(b["samples"] for b in plan["tasks"].values())
     judged = sum(plan["tasks"][t]["samples"] for t in JUDGED)
     assert plan["endpoints"]["fake-model"]["requests"] == left + PRE
@@ -139,7 +145,7 @@ def test_rejudging_plans_no_model_request_and_judge_prompts_with_the_recorded_re
                                               "cost_usd": 0.0}
     # The replies are known: the judges' prompts are counted as sent, not with the model's max_tokens.
     assert plan["endpoints"]["judge1"]["requests"] == n + PRE, "the replayed model gets no preflight"
-    assert plan["endpoints"]["judge1"]["input_tokens"] < MODEL_CAP * n
+    assert plan["endpoints"]["judge1"]["input_tokens"] < TASK_CAP["open_ended"] * n
     results = run_in_process(args, again)
     assert requests_sent(results) == {name: b["requests"] for name, b in plan["endpoints"].items()}
 

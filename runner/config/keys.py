@@ -82,8 +82,9 @@ def unknown_key_problem(exc: BaseException) -> str | None:
 
 
 def _free_form(parent: str) -> bool:
-    """A map whose keys are the user's to choose: an entry's or a task's request params."""
-    return bool(re.fullmatch(r"(model|judges\.panel\.\d+|benchmark\.specs\.[^.]+)\.params", parent))
+    """A map whose keys are the user's to choose: the run's, an entry's or a task's request params."""
+    return bool(re.fullmatch(r"params|(model|judges\.panel\.\d+)\.params|benchmark\.specs\.[^.]+\.(params|requires)",
+                             parent))
 
 
 def group_option_problem(exc: BaseException) -> str | None:

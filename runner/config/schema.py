@@ -54,6 +54,21 @@ class ModelConfig:
     """`{input_per_mtok: X, output_per_mtok: Y}` (USD per million tokens): overrides litellm's prices.
     Typed Any because OmegaConf cannot merge a `model.pricing={...}` override into a null Optional[Dict];
     runner/models/accounting.py `parse_pricing` checks it."""
+    batch: Any = False
+    """`true`: send this entry's requests through the provider's batch API (about half the price, results within
+    24 hours; docs/batch.md), or stop before any request where there is none; `auto`: batches where the provider
+    has them, else direct calls; `false`: direct calls. Typed Any: true, false or the string auto."""
+    batch_size: int = 10_000
+    """With `batch`: the most requests in one batch (OpenAI takes up to 50,000, and 200 MB)."""
+    batch_wait: float = 10.0
+    """With `batch`: seconds a batch waits for more requests after its first before it is submitted."""
+
+
+def open_map() -> DictConfig:
+    """An empty map that takes any key without `+`, even in Hydra's struct mode (which closes every other map,
+    including those typed dict[str, Any]): the run-level `params.<key>=value` a user sets from the command line.
+    Its flag is set on the node itself, so it survives Hydra setting struct mode on the root."""
+    return OmegaConf.create({}, flags={"struct": False})
 
 
 def entry_defaults() -> dict[str, Any]:
@@ -118,6 +133,10 @@ class RunnerConfig:
     stats: StatsConfig = field(default_factory=StatsConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
+    params: Any = field(default_factory=open_map)
+    """Request params for the whole run (`params.max_tokens=4096`): sent with every request of the model under
+    test, over each task's params, which are over the model entry's; judges keep their entries' own. A value a
+    task `requires` may not be contradicted (the run stops before any request)."""
     seed: int = 0
     epochs: int = 1
     """Ask every sample this many times, as independent requests (records carry `epoch`; providers that

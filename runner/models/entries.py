@@ -4,6 +4,7 @@ the entry's keys and defaults are the schema's (`ModelConfig`, the one list of t
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from runner.errors import ConfigError
@@ -11,9 +12,11 @@ from runner.models.cache import ResponseCache
 from runner.models.litellm_model import Endpoint
 
 
-def endpoint_from_config(cfg: dict[str, Any], cache: ResponseCache | None) -> Endpoint:
+def endpoint_from_config(cfg: dict[str, Any], cache: ResponseCache | None,
+                         run_params: Mapping[str, Any] | None = None) -> Endpoint:
     """Build an Endpoint from a model/judge entry: its keys and defaults are the schema's (`ModelConfig`);
-    an entry's `backoff` is the endpoint's `backoff_base`; `server` and `rubrics` are the run's business."""
+    an entry's `backoff` is the endpoint's `backoff_base`; `server` and `rubrics` are the run's business.
+    `run_params` (the run's `params`, for the model under test) win over the entry's and a task's params."""
     from runner.config.schema import entry_defaults
 
     entry = {**entry_defaults(), **cfg}
@@ -24,6 +27,7 @@ def endpoint_from_config(cfg: dict[str, Any], cache: ResponseCache | None) -> En
     return Endpoint(name=str(entry["name"]), model=str(entry["model"]), api_base=entry["api_base"],
                     # `${oc.env:VAR,}` with VAR unset gives "": that is no key, not an empty one.
                     api_key=entry["api_key"] or None, concurrency=concurrency, params=dict(entry["params"] or {}),
+                    run_params=dict(run_params or {}),
                     timeout=float(entry["timeout"]), max_retries=int(entry["max_retries"]), cache=cache,
                     backoff_base=float(entry["backoff"]), origin=entry.get("origin"),
                     adaptive=bool(entry["adaptive"]), pricing=entry["pricing"])

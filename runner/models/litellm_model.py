@@ -4,7 +4,8 @@ Every call goes through `Endpoint.complete`: requests in flight per entry that f
 limits (limiter.py), bounded retries with exponential backoff and jitter that honour Retry-After (429s
 slow the endpoint instead of using up a request's retries), a per-attempt timeout, the run's budget, the
 on-disk response cache (errors are never stored), and accounting (runner/models/accounting.py): a reply costs
-litellm's cost of it, or the entry's `pricing`; an unknown price is None, never 0; cache hits cost 0.
+litellm's cost of it, or the entry's `pricing`; an unknown price is None, never 0; cache hits cost 0. With `batch`
+the requests go through the provider's batch API instead (runner/models/batch.py), at batch prices.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import logging
 import os
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +22,14 @@ from runner.config.redact import redact_text
 from runner.errors import CallError, EndpointError, repeating_fault
 from runner.models import failures
 from runner.models.accounting import Stats, money, parse_pricing, priced, response_cost, token_count
+from runner.models.batch import Batcher
+from runner.models.batch_costs import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_BATCH_WAIT_S,
+    batch_price,
+    batch_usage,
+    check_batch_keys,
+)
 from runner.models.budget import Budget, worst_case
 from runner.models.cache import ResponseCache, request_key
 from runner.models.direct_calls import DirectCalls
@@ -28,6 +38,8 @@ from runner.models.limiter import Limiter
 from runner.models.litellm_import import import_litellm as _import_litellm
 from runner.models.litellm_import import litellm_ready
 from runner.models.prices import in_use as price_file_in_use
+from runner.models.tokens import count_tokens as count_tokens  # re-exported: dry runs and tests count with it
+from runner.models.tokens import prices
 from runner.models.tool_calls import requested_calls
 from runner.types import CURRENT_EPOCH, ModelOutput, Usage, clean_strings, clean_text, note
 
@@ -54,6 +66,8 @@ class Endpoint:
     api_key: str | None = None
     concurrency: int = 16
     params: dict[str, Any] = field(default_factory=dict)
+    run_params: dict[str, Any] = field(default_factory=dict)
+    """The run's `params.<key>=value`, for the model under test only: over the task's and the entry's."""
     timeout: float = 120.0
     max_retries: int = 5
     cache: ResponseCache | None = None
@@ -82,24 +96,34 @@ class Endpoint:
     """Why the endpoint stopped the run (EndpointError): calls that get a slot afterwards send nothing."""
     _direct: DirectCalls = field(default_factory=DirectCalls, repr=False)
     """The request shapes whose calls skip acompletion's per-call set-up (direct_calls.py)."""
+    batch: Any = False
+    """True, False or "auto": send through the provider's batch API (runner/models/batch_setup.py)."""
+    batch_size: int = DEFAULT_BATCH_SIZE
+    batch_wait: float = DEFAULT_BATCH_WAIT_S
+    _batcher: Batcher | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._prices = parse_pricing(self.pricing, self.name)
+        check_batch_keys(self)
 
-    def describe(self, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Who answers and how, for the records' fingerprints: name, model, address and params."""
+    def describe(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Who answers and how, for the records' fingerprints: name, model, address and the effective params
+        of a task with these `params` (so a changed run-level param is a changed model)."""
         req = self.identity(self.request([], params=params))
         req.pop("messages")
         return {"name": self.name, **req}
 
-    def request(self, messages: list[dict[str, Any]], *, params: dict[str, Any] | None = None,
+    def effective_params(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """What a request for a task with these `params` carries: the entry's, under the task's (what it needs,
+        e.g. EVE MCQ's 64 tokens), under the run's (`params.max_tokens=4096` raises every task's)."""
+        return {**self.params, **(params or {}), **self.run_params}
+
+    def request(self, messages: list[dict[str, Any]], *, params: Mapping[str, Any] | None = None,
                 response_format: dict[str, Any] | None = None,
                 tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The full request: everything that determines the reply (the cache key), minus the key."""
         req: dict[str, Any] = {"model": self.model, "api_base": self.api_base, "messages": messages}
-        # The task's params are defaults; the entry's own params (the user's choice of model) win.
-        req.update(params or {})
-        req.update(self.params)
+        req.update(self.effective_params(params))
         epoch = CURRENT_EPOCH.get()
         if epoch is not None:  # each epoch its own request: a seed of its own (and so its own cache entry)
             req["seed"] = int(req["seed"]) + epoch[0] if "seed" in req else epoch[1]
@@ -129,8 +153,8 @@ class Endpoint:
             hit = self.cache.get(key)
             if hit is not None:
                 pt, ct = token_count(hit.get("prompt_tokens")) or 0, token_count(hit.get("completion_tokens")) or 0
-                if self._prices is not None:
-                    self.stats.cached(pt, ct, priced(self._prices, pt, ct))
+                if self._prices is not None or self.batching:  # (a batch's price needs litellm loaded anyway)
+                    self.stats.cached(pt, ct, self.price(pt, ct))
                 elif money(hit.get("cost_usd")) is not None:  # litellm's cost of the reply, stored with it
                     self.stats.cached(pt, ct, money(hit.get("cost_usd")), final=True)
                 elif "cost_usd" in hit and not price_file_in_use():  # litellm had no price for it: none still
@@ -142,7 +166,8 @@ class Endpoint:
                                    finish_reason=hit.get("finish_reason"),
                                    tool_calls=tuple(hit.get("tool_calls") or ()),
                                    usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=0.0, cached=True))
-        out, litellm_cost = await self._call_with_retries(req)
+        out, litellm_cost = await (self._call_with_retries(req) if self._batcher is None else
+                                   self._batcher.send(req, key or request_key(self.identity(req))))
         if self.cache is not None:
             self.cache.put(key, {"text": out.text, "model": out.model, "finish_reason": out.finish_reason,
                                  "prompt_tokens": out.usage.prompt_tokens,
@@ -305,10 +330,11 @@ class Endpoint:
             return None
         return " or ".join(keys)
 
-    def _output(self, resp: Any, litellm: Any) -> tuple[ModelOutput, float | None]:
-        """The reply, and litellm's cost of it (None: unknown) for the cache; accounted in the stats. A reply is
-        untrusted text: no usable message is MalformedReply (retried), lone surrogates become U+FFFD and
-        impossible token counts count 0 with an unknown cost, each with a note in the sample's record."""
+    def _output(self, resp: Any, litellm: Any, shared: bool = False) -> tuple[ModelOutput, float | None]:
+        """The reply, and litellm's cost of it (None: unknown) for the cache; accounted in the stats (`shared`: a
+        batch's reply to a request another caller asked, as a cache hit). A reply is untrusted text: no usable
+        message is MalformedReply (retried), lone surrogates become U+FFFD and impossible token counts count 0
+        with an unknown cost, each with a note in the sample's record."""
         choice = failures.chat_choice(resp)
         text, replaced = clean_text(getattr(choice.message, "content", None) or "")
         calls = [clean_strings(call) for call in requested_calls(choice.message)]
@@ -322,21 +348,30 @@ class Endpoint:
         pt, ct = counts["prompt_tokens"] or 0, counts["completion_tokens"] or 0
         wrong = ", ".join(f"{k}={reported[k]!r}" for k, v in counts.items() if v is None)
         litellm_cost = None if wrong else response_cost(resp, self.model, litellm.completion_cost)
-        cost = None if wrong else priced(self._prices, pt, ct) if self._prices is not None else litellm_cost
+        cost = None if wrong else self.price(pt, ct) if self._prices is not None or self.batching else litellm_cost
         if wrong:  # litellm priced those numbers (a negative cost); no number of tokens is known, so no cost is
             note(f"{self.name} reported {wrong}, which no call can have: counted as 0 tokens, the cost as unknown")
             log.warning("%s reported %s: counted as 0 tokens and an unknown cost (a note in the record)",
                         self.name, wrong)
-        self.stats.reply(pt, ct, cost)
+        self.stats.cached(pt, ct, cost, final=True) if shared else self.stats.reply(pt, ct, cost)
         self.served_models.add(served)
         # A record's usage holds a number (0 for an unknown price); results.json's usage says null.
         return ModelOutput(text=text, model=served, finish_reason=getattr(choice, "finish_reason", None),
-                           usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=cost),
+                           usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=0.0 if shared else cost,
+                                       cached=shared),
                            tool_calls=tuple(c for c, _ in calls)), litellm_cost
 
-    def price(self, prompt_tokens: int, completion_tokens: int) -> float | None:
-        """What a call with these token counts costs at the entry's prices, else litellm's (None: unknown);
-        decided without a request (for plans, and cache hits stored without their cost)."""
+    @property
+    def batching(self) -> bool:
+        """Whether this endpoint's requests go in batches (before the run opens them: whether `batch: true`)."""
+        return self._batcher is not None or self.batch is True
+
+    def price(self, prompt_tokens: int, completion_tokens: int, *, batch: bool | None = None) -> float | None:
+        """What a call with these token counts costs at the entry's prices, else litellm's (None: unknown), at
+        batch prices when it goes in a batch (`batch`, else `batching`); decided without a request (for plans,
+        budgets, and cache hits stored without their cost)."""
+        if self.batching if batch is None else batch:
+            return batch_price(self, prompt_tokens, completion_tokens)
         if self._prices is not None:
             return priced(self._prices, prompt_tokens, completion_tokens)
         litellm = _import_litellm()
@@ -357,34 +392,9 @@ class Endpoint:
         """The results.json counts of this endpoint (runner/models/accounting.py `Stats.to_dict`)."""
         self.stats.settle(self.price)
         limiter = self._limiter
-        return {**self.stats.to_dict(), "rate_limited": limiter.rate_limited if limiter else 0,
+        return {**self.stats.to_dict(), **batch_usage(self), "rate_limited": limiter.rate_limited if limiter else 0,
                 "concurrency": {"ceiling": int(self.concurrency), "adaptive": self.adaptive,
                                 "final": limiter.current if limiter else None,
                                 "lowest": int(limiter.lowest) if limiter else None,
                                 "peak_in_flight": limiter.peak_in_flight if limiter else 0}}
 
-
-def prices(model: str) -> tuple[float, float] | None:
-    """litellm's USD per input and per output token for `model` (its base prices); None when it has none."""
-    try:
-        p_in, p_out = _import_litellm().cost_per_token(model=model, prompt_tokens=1_000_000,
-                                                       completion_tokens=1_000_000)
-        return float(p_in) / 1e6, float(p_out) / 1e6
-    except Exception:  # noqa: BLE001 - litellm has no price for this model (e.g. a local server)
-        return None
-
-
-def count_tokens(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
-    """The input tokens of `messages` (and the function `tools` offered with them) by litellm's tokenizer for
-    `model`, sending nothing; audio parts count 0 (litellm would count their base64 as text), images
-    litellm's default size."""
-    def text_of(m: dict[str, Any]) -> dict[str, Any]:
-        parts = m.get("content")
-        if not isinstance(parts, list):
-            return m
-        return {**m, "content": [p for p in parts if not (isinstance(p, dict) and p.get("type") == "input_audio")]}
-    try:
-        return int(_import_litellm().token_counter(model=model, messages=[text_of(m) for m in messages],
-                                                   **({"tools": tools} if tools else {})))
-    except Exception:  # noqa: BLE001 - content it cannot tokenize: about 4 characters a token
-        return (sum(len(str(m.get("content") or "")) for m in messages) + len(str(tools or ""))) // 4 + 1

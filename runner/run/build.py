@@ -99,7 +99,8 @@ class Built:
             if open_ended:
                 tasks = ", ".join(t.name for t in open_ended if t is not None)
                 problems.append(f"{e.name} has no max_tokens (set {key}.params.max_tokens=N"
-                                + (f", or benchmark.specs.<task>.params.max_tokens for {tasks})" if tasks else ")"))
+                                + (f", params.max_tokens=N for the whole run, or benchmark.specs.<task>.params."
+                                   f"max_tokens for {tasks})" if tasks else ")"))
         uncappable(max_usd, problems)
 
     def start_budget(self, run_dir: Path) -> None:
@@ -172,6 +173,7 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
     entries = [plain(j) for j in cfg.judges.panel]
     benchmark = instantiate(panel_rubrics(cfg.benchmark, _shared_rubrics(entries)), "benchmark")
     tasks = benchmark.build_tasks()
+    run_params = _run_params(cfg.get("params"), tasks)
     needs_model = any(t.needs_model for t in tasks)
     needs_judges = any(t.needs_judges for t in tasks)
     # An extractor asking the first judge (`extractor: judges`) puts it in the panel, which judges nothing then.
@@ -202,7 +204,7 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
                                                       for i, e in enumerate(judge_entries)]:
         if entry and entry.get("server"):
             _attach_server(entry, where, servers)
-    model = endpoint_from_config(model_entry, cache) if model_entry else None
+    model = endpoint_from_config(model_entry, cache, run_params) if model_entry else None
     if model is not None and cfg.get("rejudge"):
         from runner.models.replay import ReplayEndpoint
 
@@ -226,6 +228,21 @@ def build(cfg: DictConfig, run_dir: Path) -> Built:
                  cache=cache, budget=budget, demo=demo, servers=[(server, [by_entry[id(e)] for e in entries])
                                                    for server, entries in servers.values()],
                  extractors=extractors)
+
+
+def _run_params(given: Any, tasks: Sequence[BaseTask]) -> dict[str, Any]:
+    """The run's `params.<key>=value`: they win over every task's and the model entry's params. One that
+    contradicts a value a task requires (`requires:` in its YAML) stops the run here, before any request."""
+    params = plain(given) if given is not None else {}
+    if not isinstance(params, dict):
+        raise ConfigError(f"params: {given!r} is no map of request params; set each key, e.g. params.max_tokens=4096")
+    for task in tasks:
+        for key, value in task.requires.items() if task.needs_model else ():
+            if key in params and params[key] != value:
+                raise ConfigError(f"params.{key}={params[key]!r} (the run's) contradicts benchmark.specs.{task.name}"
+                                  f".requires.{key}={value!r} (the task needs it); drop params.{key}, or leave the "
+                                  f"task out with benchmark.tasks=[...]")
+    return params
 
 
 def _check_names(benchmark: Benchmark, tasks: list[BaseTask], model: dict[str, Any] | None,

@@ -7,7 +7,8 @@ Per endpoint: `requests` are the calls the run would send for the samples not ye
 plus one call per judge per judged sample, per order for pairwise tasks, plus one call per sample to each
 choice scorer's extractor: an upper bound, the extractor being asked only for the replies the rules cannot
 read); `input_tokens` their prompts;
-`output_tokens_max` the most they may write (`max_tokens` of the entry's params over the task's); and
+`output_tokens_max` the most they may write (the effective `max_tokens`: the entry's, under the task's, under
+the run's `params`; plan.json `tasks.<task>.params` shows each task's effective params); and
 `cost_usd` the most they may cost: each request's input tokens and most output tokens at the entry's
 prices (its `pricing`, else litellm's; `Endpoint.price`), null when a price or a `max_tokens` is unknown
 (0 for an endpoint sent nothing). The printed range is [input cost, input cost + most output cost].
@@ -89,9 +90,9 @@ def _plus_int(a: int | None, b: int | None) -> int | None:
 
 
 def output_cap(endpoint: Endpoint, params: Mapping[str, Any] | None) -> int | None:
-    """The most tokens one reply may have: `max_tokens` of the request the endpoint would send (its entry's
-    params win over the task's), None when neither sets it."""
-    req = endpoint.request([], params=dict(params or {}))
+    """The most tokens one reply may have: `max_tokens` of the request the endpoint would send (the entry's
+    params under the task's, under the run's for the model under test), None when none sets it."""
+    req = endpoint.request([], params=params)
     for key in ("max_tokens", "max_completion_tokens"):
         value = req.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -137,7 +138,7 @@ class _Estimator:
             if call.holds_reply and reply_cap is not None:
                 tokens += reply_cap
                 self.reply_caps.add(reply_cap)
-            # The model gets the task's params under its entry's; judges and extractors their entry's only.
+            # The model gets the task's params over its entry's; judges and extractors their entry's only.
             cap = output_cap(endpoint, task.params if call.role == "model" else None)
             self.tally(task, endpoint).add(tokens, cap, self.prices[endpoint.name], calls=call.calls,
                                            estimated=call.holds_reply)
@@ -183,7 +184,8 @@ def dry_run(built: Built, planned: Plan, run_dir: Path, cfg: Any, preflight: Seq
     todo = {task.name: 0 for task in built.tasks}
     for job in planned.jobs:
         todo[job.task.name] += 1
-    plan = {"tasks": {name: {"samples": n} for name, n in todo.items()}, "endpoints": blocks,
+    params = {task.name: task.model_params(built.model) for task in built.tasks}
+    plan = {"tasks": {name: {"samples": n, "params": params[name]} for name, n in todo.items()}, "endpoints": blocks,
             "total_cost_usd": total_cost(blocks)}
     write_json(run_dir / PLAN_FILE, plan)
     samples = run_dir / "samples"  # made by the store before the plan; a dry run leaves no trace of it

@@ -180,7 +180,7 @@ def prompt_secrets(built: Built) -> dict[str, str]:
     values and the keys the run's entries send (api_key, api_base's password, secret-named params)."""
     found: dict[str, str] = {}
     for e in built.endpoints():
-        found.update(entry_secrets(e.name, e.api_key, e.api_base, e.params))
+        found.update(entry_secrets(e.name, e.api_key, e.api_base, {**e.params, **e.run_params}))
     for value, name in env_secrets().items():  # the variable is what a template's ${oc.env:...} names
         found[value] = f"the value of ${name}" + (f" ({found[value]})" if value in found else "")
     remember(*found)  # and from now on masked in this process's texts (a provider may echo one in an error)
@@ -313,7 +313,7 @@ async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context,
         scored, records[task.name] = planned.records[task.name].finish()
         result = with_uncertainty(task, scored, task.aggregate(scored), n_boot=n_boot, seed=ctx.seed,
                                   epochs=ctx.epochs)
-        results[task.name] = replace(result, data=loaded[task.name].data)
+        results[task.name] = replace(result, data=loaded[task.name].data, params=task.model_params(built.model))
     return results, records
 
 

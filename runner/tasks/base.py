@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner.errors import DataError
+from runner.config.redact import redact
+from runner.errors import ConfigError, DataError
 from runner.run.store import record_key
 from runner.tasks.lazy_samples import LazySamples
 from runner.types import Sample, SampleRecord, TaskResult
@@ -162,14 +163,22 @@ class BaseTask:
     their fingerprint, so a resume with another seed does not keep them."""
 
     def __init__(self, name: str, dataset: str | None = None, split: str = "train", num_fewshot: int = 0,
-                 params: Mapping[str, Any] | None = None, revision: str | None = None) -> None:
+                 params: Mapping[str, Any] | None = None, revision: str | None = None,
+                 requires: Mapping[str, Any] | None = None) -> None:
         self.name = name
         self.dataset = dataset
         self.split = split
         self.revision = None if revision is None else str(revision)
         """The hub dataset's revision (a commit sha or tag) to load; None: its default branch, as it is today."""
         self.num_fewshot = int(num_fewshot or 0)
-        self.params = dict(params or {})
+        self.requires = dict(requires or {})
+        """Params the task cannot do without (self-consistency's temperature): sent like its own params, and a
+        run-level `params.<key>` that contradicts one stops the run before any request (runner/run/build.py)."""
+        clash = next((k for k, v in self.requires.items() if k in (params or {}) and (params or {})[k] != v), None)
+        if clash is not None:
+            raise ConfigError(f"benchmark.specs.{name}: params.{clash}={(params or {})[clash]!r} contradicts "
+                              f"requires.{clash}={self.requires[clash]!r}; give the key once, in requires")
+        self.params = {**dict(params or {}), **self.requires}
 
     def to_sample(self, row: Mapping[str, Any], index: int) -> Sample:
         """Map one dataset row to a Sample; raise ValueError (with the reason) for a bad row."""
@@ -189,6 +198,14 @@ class BaseTask:
         if self.needs_judges and ctx.panel is not None:
             parts["judges"] = {"panel": [j.describe() for j in ctx.panel.judges], "rubric": self.rubric_texts()}
         return parts
+
+    def model_params(self, model: Endpoint | None) -> dict[str, Any] | None:
+        """The effective params of this task's requests to the model under test (entry < task < run-level
+        `params`) as results.json and plan.json show them (`tasks.<task>.params`: a secret-named one, such as
+        a header with a key, masked); None when the task asks no model."""
+        if not self.needs_model or model is None:
+            return None
+        return dict(redact(model.effective_params(self.params)))
 
     def prepare(self, folders: Sequence[Path]) -> None:
         """At build time: load and check what the task reads from disk (templates), so a typo stops the

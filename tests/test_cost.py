@@ -313,3 +313,15 @@ def judged_reply_or_unreadable(body: dict[str, Any]) -> str:
     """The judge says correct; the model's replies name no option the rules can read (so the extractor reads
     the multiple-choice ones)."""
     return JUDGE_CORRECT if body["model"] == "judge1" else "Hmm. The one I would pick, honestly."
+
+
+@pytest.mark.xfail(strict=True, reason="usage_summary (runner/run/pipeline.py, runner/run/workers.py) keys usage by "
+                   "entry name, so a judge named like the model (model=gpt-4o-mini judges=one) overwrites the model's "
+                   "counts; the same-named entries' usage should be summed under that name")
+def test_a_model_and_a_judge_of_one_name_are_both_counted(fake_llm: FakeLLM, tmp_path):
+    fake_llm.default = judged_reply
+    args = [a.replace("name:judge1", "name:fake-model") for a in
+            overrides(fake_llm.base_url, tmp_path / "run", None)]
+    results = run_in_process(args, tmp_path / "run")
+    assert fake_llm.count == 8  # 4 model calls, 4 judge calls
+    assert results["totals"]["requests"] == fake_llm.count

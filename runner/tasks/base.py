@@ -171,14 +171,21 @@ class BaseTask:
         self.revision = None if revision is None else str(revision)
         """The hub dataset's revision (a commit sha or tag) to load; None: its default branch, as it is today."""
         self.num_fewshot = int(num_fewshot or 0)
-        self.requires = dict(requires or {})
+        self.params = dict(params or {})
+        self.requires: dict[str, Any] = {}
         """Params the task cannot do without (self-consistency's temperature): sent like its own params, and a
         run-level `params.<key>` that contradicts one stops the run before any request (runner/run/build.py)."""
-        clash = next((k for k, v in self.requires.items() if k in (params or {}) and (params or {})[k] != v), None)
+        self.require_params(requires or {})
+
+    def require_params(self, requires: Mapping[str, Any]) -> None:
+        """Add values the task requires (YAML `requires:` beside `params:`; a subclass that takes `requires`
+        itself passes it here): each is one of its params, and one its own `params` contradict is refused."""
+        clash = next((k for k, v in requires.items() if k in self.params and self.params[k] != v), None)
         if clash is not None:
-            raise ConfigError(f"benchmark.specs.{name}: params.{clash}={(params or {})[clash]!r} contradicts "
-                              f"requires.{clash}={self.requires[clash]!r}; give the key once, in requires")
-        self.params = {**dict(params or {}), **self.requires}
+            raise ConfigError(f"benchmark.specs.{self.name}: params.{clash}={self.params[clash]!r} contradicts "
+                              f"requires.{clash}={requires[clash]!r}; give the key once, in requires")
+        self.requires.update(requires)
+        self.params.update(requires)
 
     def to_sample(self, row: Mapping[str, Any], index: int) -> Sample:
         """Map one dataset row to a Sample; raise ValueError (with the reason) for a bad row."""

@@ -111,7 +111,48 @@ def _quiet_log_file(handler: logging.Handler) -> None:
     handler.handleError = handle  # type: ignore[method-assign]
 
 
-def _job(cfg: Any) -> None:
+_LAUNCHER_PID = 0
+"""The process that composed the config and launched the run (or the sweep); a sweep's job in another process
+(joblib, Ray, Slurm) runs as a remote job (runner/launchers/in_job.py)."""
+
+
+def _outcome(hc: Any, run_dir: Path, status: int, error: str | None = None) -> dict[str, Any]:
+    """A sweep job's end for the launching process (runner/launchers/outcomes.py): kept here when this is that
+    process (the basic launcher), returned to it by the others."""
+    from runner.launchers.outcomes import Outcome, record
+
+    done = Outcome(num=int(hc.job.num), run_dir=str(run_dir), status=status, error=error,
+                   overrides=[str(o) for o in hc.overrides.task])
+    record(done)
+    return done.as_dict()
+
+
+def _remote_job(hc: Any) -> Any:
+    """A job in a worker process: the submitter's folder, and stop signals that keep the books."""
+    from runner.launchers.in_job import RemoteJob
+
+    _STOPPED_BY.clear()  # a joblib worker runs job after job
+    return RemoteJob(str(hc.runtime.cwd), _stop_like_ctrl_c).__enter__()
+
+
+def _remote_stopped(remote: Any, hc: Any, run_dir: Path) -> dict[str, Any]:
+    """A job in a worker process was stopped by a signal: its books are written; say so in its error.txt, let
+    submitit requeue it when the signal was its own, and go back to the launcher (the others go on)."""
+    by = _STOPPED_BY[0] if _STOPPED_BY else None
+    text = (f"stopped by {by.name if by else 'an interrupt'}; no request was sent after it; finished samples and "
+            "this invocation's usage are saved; re-run the sweep (same hydra.sweep.dir) to resume it")
+    logging.getLogger("runner").error("job %s %s", hc.job.num, text)
+    with contextlib.suppress(OSError):
+        (run_dir / "error.txt").write_text(f"{text}\n", encoding="utf-8")
+    why_not = remote.hand_back(by)  # submitit's own signal: it requeues the job (and exits) ...
+    if why_not:  # ... or says why not
+        text += f"; not requeued: {why_not}"
+        with contextlib.suppress(OSError):
+            (run_dir / "error.txt").write_text(f"{text}\n", encoding="utf-8")
+    return _outcome(hc, run_dir, 128 + by.value if by else 130, text)
+
+
+def _job(cfg: Any) -> dict[str, Any] | None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -128,6 +169,7 @@ def _job(cfg: Any) -> None:
             _quiet_log_file(handler)
     multirun = hc.mode == RunMode.MULTIRUN
     started: list[bool] = []  # accepted: from here on records may be written
+    remote = _remote_job(hc) if multirun and os.getpid() != _LAUNCHER_PID else None
 
     def accepted() -> None:
         started.append(True)
@@ -151,30 +193,60 @@ def _job(cfg: Any) -> None:
             raise IncompleteRun(f"{reason}; results are in {run_dir / 'results.json'}; re-run with "
                                 f"hydra.run.dir={run_dir} to ask the failed samples again")
     except KeyboardInterrupt:
-        _stopped(run_dir)
+        if remote is None:  # Ctrl-C (or a signal) to the process that runs the sweep stops it all
+            _stopped(run_dir)
+        return _remote_stopped(remote, hc, run_dir)
     except Exception as exc:  # noqa: BLE001 - sorted below: one line, and a sweep goes on
         if _debug():
             raise
         from runner.config.redact import redact_text
+        from runner.run.lock import RunDirBusy
 
         exc = disk_error(exc, run_dir, started=bool(started)) or exc  # the filesystem's answer: no bug
         text = str(exc) if isinstance(exc, RunnerError) else f"internal error: {type(exc).__name__}: {exc}"
         if multirun:  # one failed job must not stop the sweep; it says why, and the report lists it
             logging.getLogger("runner").error("job %s failed: %s", hc.job.num, text)
-            with contextlib.suppress(OSError):  # a job dir the disk refuses keeps its reason in the log only
-                (run_dir / "error.txt").write_text(f"{redact_text(text)}\n", encoding="utf-8")
-            return
+            if not isinstance(exc, RunDirBusy):  # a run dir another process holds: its error.txt is not ours
+                with contextlib.suppress(OSError):  # a job dir the disk refuses keeps its reason in the log only
+                    (run_dir / "error.txt").write_text(f"{redact_text(text)}\n", encoding="utf-8")
+            return _outcome(hc, run_dir, exc.exit_code if isinstance(exc, RunnerError) else 1, redact_text(text))
         if isinstance(exc, RunnerError):
             _fail(text, exc.exit_code)
         raise
+    finally:
+        if remote is not None:
+            remote.__exit__(None, None, None)
+    return _outcome(hc, run_dir, 0) if multirun else None
 
 
 def _exit_if_jobs_failed() -> None:
+    """A sweep exits with the worst of its jobs' statuses (runner/launchers/outcomes.py); each lost job gets a
+    line saying how to resume it, then the one error line."""
+    from runner.launchers.outcomes import outcomes, resume_line, sweep_status
     from runner.outputs.sweep_report import SweepReport
 
-    if SweepReport.failed:
-        _fail(f"{len(SweepReport.failed)} job(s) of the sweep failed ({SweepReport.failed[0]}); the others' "
-              "results and the report are saved; re-run the same sweep (same hydra.sweep.dir) to resume", 1)
+    found = outcomes()
+    status = sweep_status(found) if found else int(bool(SweepReport.failed))
+    if not status:
+        return
+    root = SweepReport.root or Path(".")
+    for job in found:
+        if job.lost or job.status >= 128:  # no result, or stopped by a signal half-way: how to finish it
+            print(resume_line(job, root), file=sys.stderr)
+    failed = [job for job in found if job.status]
+    count = f"{len(failed)} of {len(found)}" if found else str(len(SweepReport.failed))
+    lost = sum(job.lost for job in failed)
+    first = SweepReport.failed[0] if SweepReport.failed else failed[0].line(root)
+    _fail(f"{count} job(s) of the sweep failed{f', {lost} of them lost (no result came back)' if lost else ''} "
+          f"({first}); the others' results and the report ({root / 'report'}) are saved; re-run the same sweep "
+          "(same hydra.sweep.dir) to resume", status)
+
+
+def _launcher_address(args: list[str]) -> list[str]:
+    """`launcher.address=ray://HOST:PORT` (or `auto`) is short for hydra.launcher.ray.init.address: the Ray
+    cluster a `launcher=ray` sweep runs on (conf/launcher/ray.yaml)."""
+    return [f"hydra.launcher.ray.init.address={arg.partition('=')[2]}"
+            if arg.partition("=")[0].lstrip("+") == "launcher.address" else arg for arg in args]
 
 
 _CONFIG_DIR_FLAGS = ("-cd", "--config-dir", "-cp", "--config-path", "-cn", "--config-name")
@@ -232,9 +304,18 @@ def main() -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from runner.config import hydra_callback_problem, register, schema_key_problem, unknown_key_problem
+    from runner.config import (
+        group_option_problem,
+        hydra_callback_problem,
+        register,
+        schema_key_problem,
+        unknown_key_problem,
+    )
     from runner.config.paths import conf_dir
 
+    global _LAUNCHER_PID
+    _LAUNCHER_PID = os.getpid()
+    sys.argv[1:] = _launcher_address(sys.argv[1:])
     register()
     # When an endpoint stops the run (dead, refused), the calls still in flight are cancelled; litellm may
     # have made its HTTP coroutine without awaiting it yet, and Python's 3-line warning about that would
@@ -252,7 +333,9 @@ def main() -> None:
     app = hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")(_job)
     # Make Hydra raise instead of printing its multi-line report, so we can print one line.
     os.environ["HYDRA_FULL_ERROR"] = "1"
-    for stop in (signal.SIGTERM, signal.SIGHUP):  # from here on they stop as Ctrl-C does (before: nothing is done)
+    # From here on these stop as Ctrl-C does (before: nothing is done): SIGTERM (docker stop, a scheduler),
+    # SIGHUP (the terminal closed), SIGUSR1/SIGUSR2 (what `sbatch --signal` sends before a time limit).
+    for stop in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(stop, _stop_like_ctrl_c)
     try:
         app()
@@ -260,7 +343,9 @@ def main() -> None:
     except (HydraException, OmegaConfBaseException) as exc:
         if _debug():
             raise
-        _fail(f"config: {unknown_key_problem(exc) or _one_line(exc)}", 2)
+        if "hydra.launcher.ray.init.address" in str(exc) and "launcher.address" in " ".join(sys.argv):
+            _fail("config: launcher.address is a key of launcher=ray (the Ray cluster to run on); add launcher=ray", 2)
+        _fail(f"config: {unknown_key_problem(exc) or group_option_problem(exc) or _one_line(exc)}", 2)
     except BrokenPipeError:  # `runner --help | head`: the reader has gone, so stop as quietly as other tools
         reader_gone()
     except KeyboardInterrupt:  # before a run started (composing the config), or between a sweep's jobs
@@ -273,6 +358,10 @@ def main() -> None:
         refused = disk_error(exc, None, started=False)  # Hydra makes the run dir before any code of ours runs
         if refused is not None:
             _fail(str(refused), refused.exit_code)
+        from runner.errors import RunnerError
+
+        if isinstance(exc, RunnerError):  # a launcher's (a cluster it cannot reach)
+            _fail(str(exc), exc.exit_code)
         if isinstance(exc, ValueError) and str(exc).startswith("Only one of --run"):  # Hydra's flags, misused
             _fail(f"command line: {exc}", 2)
         _fail(f"internal error: {type(exc).__name__}: {_one_line(exc)} (run with RUNNER_DEBUG=1 for the "

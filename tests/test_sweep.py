@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EVE_SAMPLE, JUDGE_CORRECT, JUDGE_INCORRECT
+from conftest import EVE_SAMPLE, JUDGE_CORRECT, JUDGE_INCORRECT, one_line_error
 from test_cli import SECRET, cli
 from test_wandb_tracker import read_offline_run
 
@@ -144,7 +144,19 @@ def test_basic_sweep_runs_each_model_in_its_own_dir_with_one_report_and_grouped_
             pytest.approx(stats["fleiss_kappa_ci"])
         assert {j: summary[f"open_ended/judge_invalid_rate/{j}"] for j in ("j1", "j2")} == {"j1": 0.0, "j2": 0.0}
     (report_run,) = (sweep_dir / "report").glob("wandb/offline-run-*")
-    assert {"comparison", "pairs"} <= set(read_offline_run(report_run)["tables"])
+    logged = read_offline_run(report_run)
+    assert {"comparison", "pairs"} <= set(logged["tables"]) and logged["run"].job_type == "report"
+    # the comparison is printed when the sweep ends, as report/comparison.md has it
+    assert (sweep_dir / "report" / "comparison.md").read_text().strip() in proc.stdout
+
+
+def test_a_sweep_over_an_option_that_does_not_exist_names_the_close_one(fake_llm, tmp_path):
+    args = sweep_args(user_configs(tmp_path, fake_llm.base_url), tmp_path / "sweep", "tracker=none")
+    args[1] = "model=m1,m22"  # a typo in the second option: refused before the first job runs
+    proc = cli(args)
+    line = one_line_error(proc)
+    assert proc.returncode == 2 and "model=m22 is not an option of model (did you mean model=m2?)" in line
+    assert fake_llm.count == 0 and not (tmp_path / "sweep" / "0_m1").exists()
 
 
 def check_table(stdout: str, results: dict[str, dict[str, Any]]) -> None:
@@ -188,7 +200,7 @@ def test_a_failed_job_keeps_the_others_and_the_sweep_resumes(fake_llm, tmp_path)
     first = cli(sweep_args(user_configs(tmp_path, fake_llm.base_url, m2_url=dead), sweep_dir, "tracker=none"),
                 timeout=300)
     assert first.returncode != 0
-    assert "1 job(s) of the sweep failed" in first.stderr and "Traceback" not in first.stderr
+    assert "1 of 2 job(s) of the sweep failed" in first.stderr and "Traceback" not in first.stderr
     assert set(job_results(sweep_dir)) == {"m1"}
     assert (sweep_dir / "1_m2" / "error.txt").exists()
     assert "Failed jobs" in (sweep_dir / "report" / "comparison.md").read_text()

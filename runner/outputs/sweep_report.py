@@ -196,8 +196,9 @@ def _write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> No
         writer.writerows(rows)
 
 
-def write_report(root: Path) -> dict[str, Any]:
-    """Write `root/report/comparison.{csv,md}`, `pairs.{csv,md}` and charts; return what was written."""
+def write_report(root: Path, failed: list[str] | None = None) -> dict[str, Any]:
+    """Write `root/report/comparison.{csv,md}`, `pairs.{csv,md}` and charts; return what was written. `failed`
+    names the jobs that failed or were lost (`<job dir>: <why>`); None: the error.txt files below `root`."""
     root = Path(root)
     jobs = read_jobs(root)
     rows = [row for job in jobs for row in rows_of(job.results, job.label)]
@@ -205,7 +206,7 @@ def write_report(root: Path) -> dict[str, Any]:
     out_dir = root / "report"
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_csv(out_dir / "comparison.csv", COLUMNS, rows)
-    failed = failed_jobs(root)
+    failed = failed_jobs(root) if failed is None else failed
     (out_dir / "comparison.md").write_text(markdown(rows, costs, failed), encoding="utf-8")
     charts = _charts(rows, out_dir)
     try:
@@ -250,13 +251,21 @@ class SweepReport(Callback):
     """Hydra callback: when a -m sweep ends, write its comparison report and log it to W&B."""
 
     failed: list[str] = []
+    """`<job dir>: <why>` for each job of the last sweep that failed or was lost."""
+    root: Path | None = None
+    """The last sweep's dir."""
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
         """Before the launcher logs each job's overrides (`#0 : model.api_key=...`): every log message of the
         launching process is masked from here on, whatever handlers Hydra configures between jobs."""
         from runner.config.redact import install_log_redaction
+        from runner.launchers import register_plugin
+        from runner.launchers.outcomes import reset
 
         install_log_redaction()
+        reset()
+        register_plugin(OmegaConf.select(config, "hydra.launcher._target_"))  # runner/launchers/__init__.py
+        SweepReport.failed, SweepReport.root = [], None
 
     def on_job_start(self, config: Any, **kwargs: Any) -> None:
         """The sweeper writes multirun.yaml (the sweep's config and overrides as typed) before the first
@@ -270,8 +279,13 @@ class SweepReport(Callback):
         redact_yaml_file(Path(str(config.hydra.sweep.dir)) / "multirun.yaml")
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        """Write the report into the sweep dir (all launchers call this in the launching process)."""
-        root = Path(config.hydra.sweep.dir)
+        """Write the report into the sweep dir (all launchers call this in the launching process). The jobs'
+        outcomes came back to this process (runner/launchers/): the failed and lost ones are named in the report;
+        with a launcher that hands back none, the jobs' error.txt files name them."""
+        from runner.launchers.outcomes import outcomes
+
+        root = Path(config.hydra.sweep.dir).absolute()
+        SweepReport.root = root
         if not root.exists():
             return
         from runner.config.redact import redact_yaml_file
@@ -282,8 +296,11 @@ class SweepReport(Callback):
 
             print_sweep_plan(root)
             return
-        report = write_report(root)
+        found = outcomes()
+        report = write_report(root, failed=[job.line(root) for job in found if job.status] if found else None)
         SweepReport.failed = report["failed"]
+        print(f"\nSweep comparison ({report['runs']} run(s); {report['dir']}):\n", flush=True)
+        print((report["dir"] / "comparison.md").read_text(encoding="utf-8"), flush=True)
         _track(config, report, group=sweep_group(str(config.hydra.sweep.dir)))
 
 
@@ -303,7 +320,8 @@ def _track(config: Any, report: dict[str, Any], group: str) -> None:
     tracker = instantiate(tracker_cfg, "tracker")
     failed = True
     try:
-        tracker.start(run_dir=report["dir"], name=f"{group}-report", config={}, group=group, tags=["report"])
+        tracker.start(run_dir=report["dir"], name=f"{group}-report", config={}, group=group, tags=["report"],
+                      job_type="report")
         rows = [[r[c] for c in COLUMNS] for r in report["rows"]]
         pairs = [[r[c] for c in PAIR_COLUMNS] for r in report["pairs"]]
         tracker.log_extra(tables={"comparison": (COLUMNS, rows), "pairs": (PAIR_COLUMNS, pairs)},

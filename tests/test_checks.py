@@ -169,14 +169,14 @@ def test_a_reference_a_numeric_scorer_cannot_read_is_a_bad_row_never_sent(fake_l
     data = tmp_path / "data"
     shutil.copytree(BENCH / "data", data)
     rows = read_jsonl(data / "arithmetic.jsonl")
-    rows[2]["answer"] = "1/2"
+    rows[2]["answer"] = "3 to 5"
     write_jsonl(data / "arithmetic.jsonl", rows)
     fake_llm.default = "4"
     results = run_in_process(arith(fake_llm.base_url, tmp_path / "run", data=data), tmp_path / "run")
     block = results["tasks"]["arithmetic"]
     assert block["n_errors"] == 1 and block["n"] == len(rows) - 1  # one row is the few-shot example
     bad = [r for r in read_jsonl(tmp_path / "run" / "samples" / "arithmetic.jsonl") if r["status"] == "error"]
-    assert len(bad) == 1 and "reference '1/2' is not a number" in bad[0]["error"]
+    assert len(bad) == 1 and "reference '3 to 5' is not a number" in bad[0]["error"]
     assert not any(rows[2]["question"] in json.dumps(body) for body in fake_llm.requests), "never sent"
     assert fake_llm.count == len(rows) - 2
 

@@ -119,10 +119,10 @@ _LAUNCHER_PID = 0
 def _outcome(hc: Any, run_dir: Path, status: int, error: str | None = None) -> dict[str, Any]:
     """A sweep job's end for the launching process (runner/launchers/outcomes.py): kept here when this is that
     process (the basic launcher), returned to it by the others."""
-    from runner.launchers.outcomes import Outcome, record
+    from runner.launchers.outcomes import Outcome, job_overrides, record
 
     done = Outcome(num=int(hc.job.num), run_dir=str(run_dir), status=status, error=error,
-                   overrides=[str(o) for o in hc.overrides.task])
+                   overrides=job_overrides(hc.overrides))
     record(done)
     return done.as_dict()
 

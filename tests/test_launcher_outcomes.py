@@ -5,11 +5,16 @@ and names the other. Real CLI sweeps against the fake server; the outcome rules 
 
 from __future__ import annotations
 
+import csv
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
-from conftest import EVE_SAMPLE, cli
+from conftest import EVE_SAMPLE, ROOT, cli
 from test_cli import SECRET
 from test_sweep import reply
 
@@ -67,3 +72,75 @@ def test_a_lost_jobs_line_says_how_to_resume_it_alone_without_the_sweeps_own_ove
     assert line.endswith("or resume it alone: runner model=m2 'model.api_key=***REDACTED***' "
                          "'hydra.searchpath=[file:///conf]' hydra.run.dir=/shared/sweep/1_m2")
     assert SECRET not in line
+
+
+# --- Shared by the tests on real clusters (tests/test_launcher_slurm.py, tests/test_launcher_ray.py) ------------
+
+CLUSTER_TESTS = os.environ.get("RUNNER_CLUSTER_TESTS") == "1"
+"""Set by .ci/run, which starts a one-node Slurm and a Ray head: there a missing engine fails its tests."""
+KEY_VAR = "CLUSTER_TEST_KEY"
+"""The provider key the models read through ${oc.env:...}: exported in the submitting shell only."""
+KEY = "cluster-test-" + "key-0123456789abcdef"
+MODELS = ("m1", "m2", "m3")
+
+
+def engine_missing(why: str) -> NoReturn:
+    """Skip a cluster test where the engine is absent, unless CI asked for the cluster tests: then fail."""
+    if CLUSTER_TESTS:
+        pytest.fail(f"RUNNER_CLUSTER_TESTS=1 but {why}", pytrace=False)
+    pytest.skip(why)
+
+
+def cluster_configs(tmp_path: Path, url: str) -> Path:
+    """Three models (m1 answers B, m2 A, m3 C: test_sweep.reply) whose key is ${oc.env:CLUSTER_TEST_KEY}."""
+    conf = tmp_path / "userconf"
+    (conf / "model").mkdir(parents=True, exist_ok=True)
+    for name in MODELS:
+        (conf / "model" / f"{name}.yaml").write_text(
+            f"name: {name}\nmodel: openai/{name}\napi_base: {url}\napi_key: ${{oc.env:{KEY_VAR}}}\nconcurrency: 1\n"
+            "max_retries: 1\nbackoff: 0.01\ntimeout: 10\n")
+    return conf
+
+
+def cluster_sweep(conf: Path, sweep_dir: str, *extra: str, cwd: Path, env: dict[str, str] | None = None,
+                  limit: int = 6) -> subprocess.Popen[str]:
+    """Start `runner -m model=m1,m2,m3` in `cwd` (a relative sweep dir means a folder there), the key exported."""
+    argv = [sys.executable, "-m", "runner", "-m", f"model={','.join(MODELS)}", "judges=none",
+            f"hydra.searchpath=[file://{conf}]", f"benchmark.data_dir={EVE_SAMPLE}",
+            "benchmark.tasks=[mcqa_single_answer]", f"benchmark.limit={limit}", "cache.enabled=false",
+            "tracker=none", "preflight=false", "progress=false", f"hydra.sweep.dir={sweep_dir}", *extra]
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)  # runner from here
+    return subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, KEY_VAR: KEY, "PYTHONPATH": path, **(env or {})})
+
+
+def finished(proc: subprocess.Popen[str], timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def same_as_basic(sweep_dir: Path, basic_dir: Path) -> None:
+    """The cluster's sweep has the basic launcher's results (per job) and comparison report, to the last digit
+    (durations and costs' timing aside)."""
+    def results(root: Path) -> dict[str, Any]:
+        found = {p.parent.name: json.loads(p.read_text()) for p in root.glob("*/results.json")}
+        return {name: (r["model"], r["tasks"], r.get("summary")) for name, r in found.items()}
+
+    def table(path: Path) -> list[dict[str, str]]:
+        with open(path, newline="") as fh:
+            return list(csv.DictReader(fh))
+
+    assert set(results(sweep_dir)) == {"0_m1", "1_m2", "2_m3"}
+    assert results(sweep_dir) == results(basic_dir)
+    for name in ("comparison.csv", "pairs.csv"):
+        assert table(sweep_dir / "report" / name) == table(basic_dir / "report" / name), name
+    first = [(basic_dir / "report" / "comparison.md").read_text(), (sweep_dir / "report" / "comparison.md").read_text()]
+    assert first[0].split("## Cost")[0] == first[1].split("## Cost")[0]
+
+
+def basic_sweep(fake_llm: Any, conf: Path, tmp_path: Path) -> Path:
+    """The same sweep on the basic launcher, for the cluster's to equal (the server's log is cleared after)."""
+    done = finished(cluster_sweep(conf, str(tmp_path / "basic"), cwd=tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    fake_llm.reset()
+    return tmp_path / "basic"

@@ -84,7 +84,16 @@ def job_dir(sweep_config: DictConfig) -> Path:
 
 
 def task_overrides(sweep_config: DictConfig) -> list[str]:
-    return [str(o) for o in OmegaConf.select(sweep_config, "hydra.overrides.task", default=[]) or []]
+    """The job's own overrides, and the sweep's hydra.searchpath (a job resumed alone needs the user's files)."""
+    return job_overrides(OmegaConf.select(sweep_config, "hydra.overrides", default=None))
+
+
+def job_overrides(overrides: Any) -> list[str]:
+    """`hydra.overrides` (task and hydra lists) as a job resumed alone needs them."""
+    if overrides is None:
+        return []
+    searchpath = [str(o) for o in overrides.get("hydra") or [] if str(o).lstrip("+~").startswith("hydra.searchpath")]
+    return [str(o) for o in overrides.get("task") or []] + searchpath
 
 
 def lost(sweep_config: DictConfig, why: str, since: float) -> Outcome:

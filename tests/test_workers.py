@@ -192,12 +192,13 @@ def test_a_refused_key_in_a_worker_stops_the_run_with_exit_3(tmp_path):
 
 
 def test_the_budget_is_one_for_all_workers(tmp_path):
-    # A one-token reply costs $1 and a request may cost at most that (max_tokens 1, input free): the two workers
-    # reserve from one ledger, so exactly three requests fit in $3.50 and the fourth stops the run.
+    # A one-token reply costs $1 and a request may cost at most that (the run's max_tokens 1, over the task's 64;
+    # input free): the two workers reserve from one ledger, so exactly three requests fit in $3.50 and the fourth
+    # stops the run.
     priced = "model.pricing={input_per_mtok:0,output_per_mtok:1000000}"
     with FakeLLM(default="B", latency=0.05) as srv:
         proc = cli(args(srv.base_url, tmp_path / "run", "workers=2", "model.concurrency=2", priced,
-                        "model.params.max_tokens=1", "budget.max_usd=3.5", tasks="[mcqa_single_answer]"), timeout=120)
+                        "params.max_tokens=1", "budget.max_usd=3.5", tasks="[mcqa_single_answer]"), timeout=120)
         sent = srv.count
     assert proc.returncode == 4, proc.stderr
     assert sent == 3, (proc.stderr, results(tmp_path / "run"))

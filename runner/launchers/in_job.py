@@ -86,3 +86,21 @@ class RemoteJob:
         except Exception as exc:  # noqa: BLE001 - submitit says why it did not requeue (timed out too often)
             return " ".join(str(exc).split())[:200]
         return None
+
+
+class WithEnv:
+    """A sweep job's task function with the submitting shell's environment variables it needs (runner/launchers/
+    ray_jobs.py `passed_env`), set in the job's own process before it runs. They travel inside the task's
+    arguments (held in memory), not in Ray's runtime_env: Ray's runtime-env agent writes a runtime_env, values
+    and all, to its log file."""
+
+    def __init__(self, task: Callable[[Any], Any], env: dict[str, str]) -> None:
+        self.task = task
+        self.env = env
+
+    def __call__(self, cfg: Any) -> Any:
+        os.environ.update(self.env)  # a fresh worker process per job (max_calls: 1): nothing outlives the job
+        return self.task(cfg)
+
+    def __repr__(self) -> str:  # never the values, should anything print the task
+        return f"WithEnv({getattr(self.task, '__name__', self.task)!r}, names={sorted(self.env)})"

@@ -58,7 +58,8 @@ def judged(url: str, run_dir: Path, *extra: str, concurrency: int = 1) -> list[s
     judge = (f"{{name:judge1,model:openai/judge1,api_base:'{url}',api_key:test-key,concurrency:{concurrency},"
              f"max_retries:3,timeout:5,params:{{max_tokens:8}},pricing:{DOLLAR_A_TOKEN}}}")
     return [a for a in mcq(url, run_dir, *extra, concurrency=concurrency) if not a.startswith("judges.panel")] + [
-        f"judges.panel=[{judge}]", "benchmark.tasks=[open_ended]", "benchmark.num_fewshot=0"]
+        f"judges.panel=[{judge}]", "benchmark.tasks=[open_ended]", "benchmark.num_fewshot=0",
+        "preflight=true"]  # its one-token requests are part of the spend these tests count
 
 
 def extracted(url: str, run_dir: Path, *extra: str) -> list[str]:
@@ -66,7 +67,7 @@ def extracted(url: str, run_dir: Path, *extra: str) -> list[str]:
     max_tokens 4, replies '{"letters": ["B"]}': $2) reads each."""
     entry = (f"{{name:reader,model:openai/reader,api_base:'{url}',api_key:test-key,max_retries:0,timeout:5,"
              f"params:{{max_tokens:4}},pricing:{DOLLAR_A_TOKEN}}}")
-    return mcq(url, run_dir, f"benchmark.specs.{MCQ}.scorers.choice.extractor={entry}", *extra)
+    return mcq(url, run_dir, f"benchmark.specs.{MCQ}.scorers.choice.extractor={entry}", "preflight=true", *extra)
 
 
 def cost(results: dict[str, Any]) -> float:

@@ -31,6 +31,17 @@ as a 200 body instead of the chat completion (no ``choices``, ``message: null``,
 Credentials and models, as a real provider checks them: with ``api_key`` set, a request whose bearer
 token differs gets HTTP 401; with ``models`` set, a request for another model gets HTTP 404.
 
+Batches, as OpenAI's Files and Batches APIs serve them (``/v1/files``, ``/v1/batches``; all 404 with
+``batches=False``, a server without them): upload, create (lines checked: JSON, unique ``custom_id``,
+``POST /v1/chat/completions``, at most 50,000 lines and 200 MB), retrieve, list and cancel. A batch is
+``validating`` when created, ``in_progress`` from its first retrieve, and finishes at the retrieve after
+``batch_polls`` retrieves once ``batch_seconds`` have passed (never while ``batch_hold`` is set). Each line is
+answered as a chat request with the same body would be (rules, tool scripts, usage, ``faults`` by attempt of
+the distinct body: a faulted line is an error-file line with that status); ``batch_script`` gives the
+outcome of the batches created, in order (``{"status": "expired", "done": N}``: the first N lines answered,
+the rest ``batch_expired``; ``{"status": "failed"}``); then ``completed``. ``batch_lines`` records every line
+submitted (batch id, custom_id, body), ``batches`` and ``files`` the server's state.
+
 Library use: ``with FakeLLM(default="B") as srv: ... srv.base_url ...``
 CLI use:     ``python tests/fake_llm.py --port 0 --latency 0.2 --default B``
              prints ``READY http://127.0.0.1:PORT/v1`` and serves until SIGTERM/SIGINT.
@@ -99,7 +110,272 @@ def _refusal(status: int) -> web.Response:
     return web.json_response(payload, status=status)
 
 
-class FakeLLM:
+BATCH_MAX_LINES = 50_000
+BATCH_MAX_BYTES = 200 * 1024**2
+_FAULT_STATUS = {"401": 401, "403": 403, "404": 404, "429": 429, "quota": 429, "500": 500, "503": 503,
+                 "timeout": 500, "broken": 500, "disconnect": 500}
+"""A fault of a batch line: the status its error-file line carries (a batch has no socket to drop)."""
+
+
+class _Batches:
+    """OpenAI's Files and Batches endpoints for FakeLLM (its state lives on the server object)."""
+
+    batches_enabled: bool
+    batch_polls: int
+    batch_seconds: float
+    batch_script: list[dict[str, Any]]
+    batch_hold: bool
+    files: dict[str, dict[str, Any]]
+    batches: dict[str, dict[str, Any]]
+    batch_lines: list[tuple[str, str, dict[str, Any]]]
+    attempts: dict[str, int]
+    faults: list[str]
+    fault_only_matching: str | None
+    models: set[str] | None
+    api_key: str | None
+    _lock: threading.Lock
+
+    def completion(self, body: dict[str, Any], key: str, attempt: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _batch_refusal(self, request: web.Request) -> web.Response | None:
+        if not self.batches_enabled:
+            return _error(404, f"Invalid URL ({request.method} {request.path})", "invalid_request_error")
+        if self.api_key is not None and request.headers.get("Authorization", "") != f"Bearer {self.api_key}":
+            return _refusal(401)
+        return None
+
+    def _new_file(self, data: bytes, purpose: str, filename: str) -> dict[str, Any]:
+        with self._lock:
+            fid = f"file-{len(self.files) + 1:04d}"
+            self.files[fid] = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                               "filename": filename, "purpose": purpose, "status": "processed", "data": data}
+        return self.files[fid]
+
+    @staticmethod
+    def _file_object(f: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in f.items() if k != "data"}
+
+    async def _file_upload(self, request: web.Request) -> web.Response:
+        refused = self._batch_refusal(request)
+        if refused is not None:
+            return refused
+        form = await request.post()
+        upload, purpose = form.get("file"), str(form.get("purpose") or "")
+        if not isinstance(upload, web.FileField) or purpose not in ("batch", "assistants", "fine-tune"):
+            return _error(400, "a file and a purpose are required", "invalid_request_error")
+        return web.json_response(self._file_object(self._new_file(upload.file.read(), purpose, upload.filename)))
+
+    def _file(self, request: web.Request) -> dict[str, Any] | web.Response:
+        refused = self._batch_refusal(request)
+        if refused is not None:
+            return refused
+        found = self.files.get(request.match_info["id"])
+        if found is None:
+            return _error(404, f"No such File object: {request.match_info['id']}", "invalid_request_error")
+        return found
+
+    async def _file_get(self, request: web.Request) -> web.Response:
+        found = self._file(request)
+        return found if isinstance(found, web.Response) else web.json_response(self._file_object(found))
+
+    async def _file_content(self, request: web.Request) -> web.Response:
+        found = self._file(request)
+        return found if isinstance(found, web.Response) else \
+            web.Response(body=found["data"], content_type="application/octet-stream")
+
+    async def _file_delete(self, request: web.Request) -> web.Response:
+        found = self._file(request)
+        if isinstance(found, web.Response):
+            return found
+        del self.files[found["id"]]
+        return web.json_response({"id": found["id"], "object": "file", "deleted": True})
+
+    async def _batch_create(self, request: web.Request) -> web.Response:
+        refused = self._batch_refusal(request)
+        if refused is not None:
+            return refused
+        try:
+            params = await request.json()
+        except ValueError:
+            return _error(400, "invalid JSON body", "invalid_request_error")
+        source = self.files.get(str(params.get("input_file_id")))
+        if source is None:
+            return _error(400, f"input_file_id {params.get('input_file_id')!r} is no uploaded file",
+                          "invalid_request_error")
+        if params.get("endpoint") != "/v1/chat/completions" or params.get("completion_window") != "24h":
+            return _error(400, "endpoint must be /v1/chat/completions and completion_window 24h",
+                          "invalid_request_error")
+        lines, errors = self._read_lines(source["data"])
+        now = int(time.time())
+        with self._lock:
+            bid = f"batch_{len(self.batches) + 1:04d}"
+            outcome = self.batch_script.pop(0) if self.batch_script else {"status": "completed"}
+            batch = {"id": bid, "object": "batch", "endpoint": params["endpoint"], "errors": None,
+                     "input_file_id": source["id"], "completion_window": "24h", "status": "validating",
+                     "output_file_id": None, "error_file_id": None, "created_at": now, "in_progress_at": None,
+                     "expires_at": now + 86400, "finalizing_at": None, "completed_at": None, "failed_at": None,
+                     "expired_at": None, "cancelling_at": None, "cancelled_at": None,
+                     "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                     "metadata": params.get("metadata"), "_lines": lines, "_polls": 0, "_t0": time.monotonic(),
+                     "_outcome": {"status": "failed"} if errors else outcome}
+            if errors:
+                batch["errors"] = {"object": "list", "data": errors}
+            self.batches[bid] = batch
+            self.batch_lines.extend((bid, line["custom_id"], line["body"]) for line in lines)
+        return web.json_response(self._batch_object(batch))
+
+    @staticmethod
+    def _read_lines(data: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The lines of a batch input file, and what is wrong with it (OpenAI's `errors.data`)."""
+        lines: list[dict[str, Any]] = []
+        errors: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        if len(data) > BATCH_MAX_BYTES:
+            errors.append({"code": "file_too_large", "message": f"{len(data)} bytes > {BATCH_MAX_BYTES}",
+                           "line": None})
+        for number, raw in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                errors.append({"code": "invalid_json_line", "message": "not JSON", "line": number})
+                continue
+            cid = line.get("custom_id") if isinstance(line, dict) else None
+            if not isinstance(cid, str) or cid in seen:
+                errors.append({"code": "duplicate_custom_id" if cid in seen else "missing_custom_id",
+                               "message": f"custom_id {cid!r}", "line": number})
+            elif line.get("method") != "POST" or line.get("url") != "/v1/chat/completions" \
+                    or not isinstance(line.get("body"), dict):
+                errors.append({"code": "invalid_request", "message": "POST /v1/chat/completions with a body",
+                               "line": number})
+            else:
+                seen.add(cid)
+                lines.append(line)
+        if len(lines) > BATCH_MAX_LINES:
+            errors.append({"code": "too_many_requests", "message": f"{len(lines)} > {BATCH_MAX_LINES}",
+                           "line": None})
+        return lines, errors
+
+    @staticmethod
+    def _batch_object(batch: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+    def _batch(self, request: web.Request) -> dict[str, Any] | web.Response:
+        refused = self._batch_refusal(request)
+        if refused is not None:
+            return refused
+        found = self.batches.get(request.match_info["id"])
+        if found is None:
+            return _error(404, f"No batch found with id '{request.match_info['id']}'", "invalid_request_error")
+        return found
+
+    async def _batch_get(self, request: web.Request) -> web.Response:
+        batch = self._batch(request)
+        if isinstance(batch, web.Response):
+            return batch
+        with self._lock:
+            self._advance(batch)
+        return web.json_response(self._batch_object(batch))
+
+    async def _batch_cancel(self, request: web.Request) -> web.Response:
+        batch = self._batch(request)
+        if isinstance(batch, web.Response):
+            return batch
+        with self._lock:
+            if batch["status"] in ("validating", "in_progress", "finalizing"):
+                batch["status"], batch["cancelling_at"] = "cancelling", int(time.time())
+        return web.json_response(self._batch_object(batch))
+
+    async def _batch_list(self, request: web.Request) -> web.Response:
+        refused = self._batch_refusal(request)
+        if refused is not None:
+            return refused
+        limit = int(request.query.get("limit") or 20)
+        ids = sorted(self.batches, reverse=True)
+        after = request.query.get("after")
+        if after in ids:
+            ids = ids[ids.index(after) + 1:]
+        page = [self._batch_object(self.batches[i]) for i in ids[:limit]]
+        return web.json_response({"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
+                                  "last_id": page[-1]["id"] if page else None, "has_more": len(ids) > limit})
+
+    def _advance(self, batch: dict[str, Any]) -> None:
+        """One retrieve of `batch`: its status moves on (under the lock)."""
+        now = int(time.time())
+        status = batch["status"]
+        if status in ("completed", "failed", "expired", "cancelled"):
+            return
+        batch["_polls"] += 1
+        if status == "cancelling":
+            self._finish(batch, {"status": "cancelled", "done": 0})
+            return
+        if batch["_outcome"]["status"] == "failed":
+            batch.update(status="failed", failed_at=now)
+            return
+        ready = batch["_polls"] >= self.batch_polls and time.monotonic() - batch["_t0"] >= self.batch_seconds
+        if self.batch_hold or not ready:
+            if status == "validating":
+                batch.update(status="in_progress", in_progress_at=now)
+            return
+        self._finish(batch, batch["_outcome"])
+
+    def _finish(self, batch: dict[str, Any], outcome: dict[str, Any]) -> None:
+        """Answer the batch's lines and write its output and error files (under the lock)."""
+        status = str(outcome.get("status") or "completed")
+        lines: list[dict[str, Any]] = batch["_lines"]
+        done = len(lines) if status == "completed" else int(outcome.get("done") or 0)
+        output: list[dict[str, Any]] = []
+        failed: list[dict[str, Any]] = []
+        for i, line in enumerate(lines):
+            rid = f"batch_req_{batch['id']}_{i}"
+            if i >= done:
+                if status == "expired":
+                    failed.append({"id": rid, "custom_id": line["custom_id"], "response": None,
+                                   "error": {"code": "batch_expired", "message": "This request could not be "
+                                             "executed before the completion window expired."}})
+                continue
+            code, payload = self._line_result(line["body"])
+            entry = {"id": rid, "custom_id": line["custom_id"],
+                     "response": {"status_code": code, "request_id": rid, "body": payload}, "error": None}
+            (output if code == 200 else failed).append(entry)
+        batch["request_counts"] = {"total": len(lines), "completed": len(output), "failed": len(failed)}
+        for key, entries in (("output_file_id", output), ("error_file_id", failed)):
+            if entries:
+                data = "".join(json.dumps(e) + "\n" for e in entries).encode()
+                fid = f"file-{len(self.files) + 1:04d}"
+                self.files[fid] = {"id": fid, "object": "file", "bytes": len(data), "created_at": int(time.time()),
+                                   "filename": f"{batch['id']}_{key[:-8]}.jsonl", "purpose": "batch_output",
+                                   "status": "processed", "data": data}
+                batch[key] = fid
+        batch["status"] = status
+        batch[f"{status}_at"] = int(time.time())
+
+    def _line_result(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """What a chat request with this body gets (under the lock): 200 and the completion, or an error."""
+        key = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        attempt = self.attempts.get(key, 0)
+        self.attempts[key] = attempt + 1
+        if self.models is not None and str(body.get("model")) not in self.models:
+            message, etype, code = _REFUSALS[404]
+            return 404, {"error": {"message": message, "type": etype, "param": None, "code": code}}
+        fault = self.faults[attempt] if attempt < len(self.faults) else None
+        if fault and self.fault_only_matching is not None and \
+                not re.search(self.fault_only_matching, _match_text(body), re.S):
+            fault = None
+        if fault is not None:
+            status = _FAULT_STATUS[fault]
+            return status, {"error": {"message": f"Injected fault {fault} (fake)", "type": "server_error",
+                                      "param": None, "code": str(status)}}
+        try:
+            return 200, self.completion(body, key, attempt)
+        except Exception as exc:  # noqa: BLE001 - a buggy test callable: a readable 500 line
+            return 500, {"error": {"message": f"reply callable failed: {exc!r}", "type": "server_error",
+                                   "param": None, "code": "500"}}
+
+
+class FakeLLM(_Batches):
     """An aiohttp server running on its own event loop in a daemon thread."""
 
     def __init__(
@@ -119,6 +395,10 @@ class FakeLLM:
         max_in_flight: int | None = None,
         usage: dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         raw_reply: Any = None,
+        batches: bool = True,
+        batch_polls: int = 2,
+        batch_seconds: float = 0.0,
+        batch_script: Sequence[dict[str, Any]] = (),
     ) -> None:
         bad = [f for f in faults if f not in FAULT_KINDS]
         if bad:
@@ -142,6 +422,14 @@ class FakeLLM:
         self.model = model
         self.api_key = api_key
         self.models = None if models is None else set(models)
+        self.batches_enabled = batches
+        self.batch_polls = batch_polls
+        self.batch_seconds = batch_seconds
+        self.batch_script = list(batch_script)
+        self.batch_hold = False
+        self.files: dict[str, dict[str, Any]] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_lines: list[tuple[str, str, dict[str, Any]]] = []
         self.requests: list[dict[str, Any]] = []
         self.attempts: dict[str, int] = {}
         self.count = 0
@@ -191,6 +479,15 @@ class FakeLLM:
         app.router.add_post("/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/models", self._models)
+        for prefix in ("/v1", ""):
+            app.router.add_post(f"{prefix}/files", self._file_upload)
+            app.router.add_get(f"{prefix}/files/{{id}}", self._file_get)
+            app.router.add_get(f"{prefix}/files/{{id}}/content", self._file_content)
+            app.router.add_delete(f"{prefix}/files/{{id}}", self._file_delete)
+            app.router.add_post(f"{prefix}/batches", self._batch_create)
+            app.router.add_get(f"{prefix}/batches", self._batch_list)
+            app.router.add_get(f"{prefix}/batches/{{id}}", self._batch_get)
+            app.router.add_post(f"{prefix}/batches/{{id}}/cancel", self._batch_cancel)
         app.router.add_get("/health", self._health)
         app.router.add_get("/stats", self._stats)
         # access_log=None: logging every request would dominate the CPU budget.
@@ -243,6 +540,7 @@ class FakeLLM:
             self.refused = 0
             self.peak_in_flight = 0
             self.arrivals.clear()
+            self.batch_lines.clear()
 
     # ----------------------------------------------------------------- handlers
     async def _health(self, request: web.Request) -> web.Response:
@@ -371,12 +669,16 @@ class FakeLLM:
             data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) \
                 else json.dumps(raw).encode()
             return web.Response(status=200, body=data, content_type="application/json")
-        step = self.step_for(body)
-        calls = (step or {}).get("tool_calls")
         try:
-            content = str(step.get("content") or "") if step is not None else self.reply_for(body)
+            return web.json_response(self.completion(body, key, attempt))
         except Exception as exc:  # a buggy test callable should surface as a readable 500
             return _error(500, f"reply callable failed: {exc!r}", "server_error")
+
+    def completion(self, body: dict[str, Any], key: str, attempt: int) -> dict[str, Any]:
+        """The chat completion answering `body` (attempt `attempt` of the distinct body `key`)."""
+        step = self.step_for(body)
+        calls = (step or {}).get("tool_calls")
+        content = str(step.get("content") or "") if step is not None else self.reply_for(body)
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
             message = {"role": "assistant", "content": content or None, "tool_calls": [
@@ -390,23 +692,21 @@ class FakeLLM:
         usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
                                  "total_tokens": prompt + completion}
         usage.update((self.usage(body) if callable(self.usage) else self.usage) or {})
-        return web.json_response(
-            {
-                "id": f"chatcmpl-fake-{key[:16]}-{attempt}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", self.model),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": "tool_calls" if calls else "stop",
-                        "logprobs": None,
-                    }
-                ],
-                "usage": usage,
-            }
-        )
+        return {
+            "id": f"chatcmpl-fake-{key[:16]}-{attempt}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", self.model),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if calls else "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": usage,
+        }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

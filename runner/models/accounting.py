@@ -16,6 +16,8 @@ from typing import Any
 from runner.errors import ConfigError
 
 PRICING_KEYS = ("input_per_mtok", "output_per_mtok")
+BATCH_PRICING_KEYS = ("batch_input_per_mtok", "batch_output_per_mtok")
+"""Optional in `pricing`: what a request sent in a provider batch costs (else half of PRICING_KEYS')."""
 MONEY_KEYS = ("cost_usd", "saved_usd", "cost")
 """Sums that are null as soon as one part is null (an unknown price)."""
 COUNT_KEYS = ("requests", "cached_requests", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
@@ -31,13 +33,28 @@ def parse_pricing(pricing: Mapping[str, Any] | None, where: str) -> tuple[float,
              "pricing: {input_per_mtok: 0.15, output_per_mtok: 0.6}")
     if not isinstance(pricing, Mapping):
         raise ConfigError(f"{usage}; got {pricing!r}")
-    unknown = sorted(str(k) for k in pricing if k not in PRICING_KEYS)
+    unknown = sorted(str(k) for k in pricing if k not in PRICING_KEYS + BATCH_PRICING_KEYS)
     missing = [k for k in PRICING_KEYS if pricing.get(k) is None]
+    if not missing and any(pricing.get(k) is not None for k in BATCH_PRICING_KEYS):
+        missing = [k for k in BATCH_PRICING_KEYS if pricing.get(k) is None]
     if unknown or missing:
         raise ConfigError(f"{usage}; " + (f"unknown key {', '.join(unknown)}" if unknown
                                           else f"missing {', '.join(missing)}"))
+    return _numbers(pricing, PRICING_KEYS, usage)
+
+
+def parse_batch_pricing(pricing: Mapping[str, Any] | None, where: str) -> tuple[float, float] | None:
+    """An entry's `pricing.batch_input_per_mtok` and `.batch_output_per_mtok` as USD per token (input, output);
+    None when the entry gives none (checked with the rest by `parse_pricing`)."""
+    if not isinstance(pricing, Mapping) or all(pricing.get(k) is None for k in BATCH_PRICING_KEYS):
+        return None
+    numbers = _numbers(pricing, BATCH_PRICING_KEYS, f"{where}.pricing")
+    return numbers[0] / 1e6, numbers[1] / 1e6
+
+
+def _numbers(pricing: Mapping[str, Any], keys: tuple[str, str], usage: str) -> tuple[float, float]:
     prices = []
-    for key in PRICING_KEYS:
+    for key in keys:
         value = pricing[key]
         try:
             number = float(value)

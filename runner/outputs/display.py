@@ -1,4 +1,5 @@
-"""The terminal: per-task progress (done/total, rate, ETA, retries, errors) and the final metrics table.
+"""The terminal: per-task progress (done/total, rate, ETA, retries, errors; provider batches submitted, in
+progress with the provider's counts, and done) and the final metrics table.
 
 The only module importing rich.
 """
@@ -13,6 +14,8 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from runner.models.batch_journal import summary as batch_summary
 
 log = logging.getLogger("runner")
 
@@ -115,7 +118,7 @@ class Display:
         asked = done - self._kept
         rate = asked / elapsed if elapsed > 0 else 0.0
         eta = f", ETA {_clock((total - done) / rate)}" if rate > 0 and total > done else ""
-        level = self._level()
+        level = "; ".join(x for x in (self._level(), batch_summary()) if x)
         log.info("progress: %d/%d samples done, %d error(s), %d retries, %.1f/s%s%s", done, total,
                  sum(self._errors.values()), self._retries(), rate, eta, f"; {level}" if level else "")
         with contextlib.suppress(RuntimeError):
@@ -168,7 +171,8 @@ class Display:
             if self._all is not None:  # retries and levels are the endpoints', so they show on the whole run
                 self._progress.advance(self._all)
                 total = self._progress.tasks[self._all].speed
-                status = _status(retries, sum(self._errors.values()), self._level())
+                status = _status(retries, sum(self._errors.values()),
+                                 "  ".join(x for x in (self._level(), batch_summary()) if x))
                 if len(status) > self._status_room:  # the levels do not fit: left out, not cut
                     status = _status(retries, sum(self._errors.values()))
                 self._progress.update(self._all, rate=f"{total:5.1f}/s" if total else "", status=status)

@@ -5,6 +5,13 @@ write per reply cost ~0.12 ms of the event loop's time per sample. A pending rep
 meanwhile, and flushed at `close` (the run closes the cache in a `finally`, so KeyboardInterrupt keeps it),
 at interpreter exit, or at once when no event loop runs (a synchronous caller sees its write on disk).
 Only a killed process can lose the last batch, which costs a re-ask, never a result.
+
+On a network filesystem (NFS, Lustre, GPFS, CIFS, ...: runner/run/mounts.py) SQLite's WAL mode is unsafe (its
+index lives in shared memory, which processes on other machines do not see) and POSIX locks may be missing or
+wrong, so there the cache uses a rollback journal and SQLite's dot-file locking (`unix-dotfile`: a lock made by
+an atomic mkdir, which NFS and the others honour): one process at a time reads or writes, each briefly. A lock
+left by a process killed while it held it is removed after STALE_LOCK_S. RUNNER_CACHE_FS=network|local
+overrides the detection (a filesystem the mount table does not name, say).
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ FLUSH_ROWS = 256
 """Pending replies that trigger a write (a wave of 128 concurrent replies is one or two transactions)."""
 FLUSH_S = 0.25
 """The longest a reply waits in memory while the event loop runs."""
+STALE_LOCK_S = 600.0
+"""On a network filesystem: a dot-file lock older than this was left by a killed process (a transaction holds it
+for milliseconds) and is removed."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -59,7 +69,8 @@ def request_key(request: dict[str, Any]) -> str:
 
 
 class ResponseCache:
-    """A SQLite file in WAL mode: concurrent readers and writers from many processes are safe.
+    """A SQLite file in WAL mode (on a network filesystem: dot-file locks, see above): concurrent readers and
+    writers from many processes are safe.
 
     Only successful replies are stored (the call layer never calls `put` for an error).
     """
@@ -67,6 +78,10 @@ class ResponseCache:
     def __init__(self, directory: str | Path) -> None:
         self.path = Path(directory).expanduser() / "responses.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.network = network_cache(self.path.parent)
+        if self.network:
+            log.info("cache.dir=%s is on a network filesystem (%s): the cache uses a rollback journal and "
+                     "dot-file locks instead of WAL", self.path.parent, self.network)
         self._local = threading.local()
         self._pending: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
@@ -84,11 +99,29 @@ class ResponseCache:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             # timeout: wait for another process's write lock instead of failing
-            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            if self.network:
+                self._clear_stale_lock()
+                conn = sqlite3.connect(f"{self.path.absolute().as_uri()}?vfs=unix-dotfile", timeout=60,
+                                       isolation_level=None, uri=True)
+                conn.execute("PRAGMA journal_mode=DELETE")
+                conn.execute("PRAGMA synchronous=FULL")
+            else:
+                conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
         return conn
+
+    def _clear_stale_lock(self) -> None:
+        lock = self.path.with_name(self.path.name + ".lock")
+        with contextlib.suppress(OSError):
+            age = time.time() - lock.stat().st_mtime
+            if age > STALE_LOCK_S:
+                if lock.is_dir():
+                    lock.rmdir()
+                else:
+                    lock.unlink()
+                log.warning("removed %s, a lock of the response cache left %.0f s ago by a killed process", lock, age)
 
     def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
         """Look up many keys in one query (resume and cached re-runs read thousands at once)."""
@@ -168,6 +201,16 @@ class ResponseCache:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def network_cache(directory: Path) -> str | None:
+    """The network filesystem under `directory` (None: a local one), or what RUNNER_CACHE_FS says."""
+    forced = os.environ.get("RUNNER_CACHE_FS", "").strip().lower()
+    if forced in ("network", "local"):
+        return "RUNNER_CACHE_FS=network" if forced == "network" else None
+    from runner.run.mounts import network_fs
+
+    return network_fs(directory)
 
 
 _open: weakref.WeakSet[ResponseCache] = weakref.WeakSet()

@@ -33,9 +33,11 @@ def fs_type(path: str | Path, mounts: str | None = None) -> str | None:
         except OSError:
             return None
     target = Path(os.path.abspath(path))
-    while not target.exists() and target != target.parent:  # a folder not made yet: its nearest existing parent
+    missing: list[str] = []
+    while not target.exists() and target != target.parent:  # a folder not made yet: under its nearest existing
+        missing.insert(0, target.name)  # parent, whose links are resolved
         target = target.parent
-    target = target.resolve()
+    target = target.resolve().joinpath(*missing)
     best, found = -1, None
     for line in mounts.splitlines():
         fields = line.split()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EVE_SAMPLE, JUDGE_CORRECT, read_jsonl, run_in_process
+from conftest import EVE_SAMPLE, JUDGE_CORRECT, cli, read_jsonl, run_in_process
 from fake_llm import FakeLLM
 from test_wandb_tracker import offline_env  # noqa: F401 - a fixture
 
@@ -315,9 +315,6 @@ def judged_reply_or_unreadable(body: dict[str, Any]) -> str:
     return JUDGE_CORRECT if body["model"] == "judge1" else "Hmm. The one I would pick, honestly."
 
 
-@pytest.mark.xfail(strict=True, reason="usage_summary (runner/run/pipeline.py, runner/run/workers.py) keys usage by "
-                   "entry name, so a judge named like the model (model=gpt-4o-mini judges=one) overwrites the model's "
-                   "counts; the same-named entries' usage should be summed under that name")
 def test_a_model_and_a_judge_of_one_name_are_both_counted(fake_llm: FakeLLM, tmp_path):
     fake_llm.default = judged_reply
     args = [a.replace("name:judge1", "name:fake-model") for a in
@@ -325,3 +322,17 @@ def test_a_model_and_a_judge_of_one_name_are_both_counted(fake_llm: FakeLLM, tmp
     results = run_in_process(args, tmp_path / "run")
     assert fake_llm.count == 8  # 4 model calls, 4 judge calls
     assert results["totals"]["requests"] == fake_llm.count
+    usage = results["usage"]["fake-model"]
+    assert (usage["role"], usage["requests"]) == ("model+judge", 8)
+    assert {role: u["requests"] for role, u in usage["by_role"].items()} == {"model": 4, "judge": 4}
+
+
+def test_a_model_and_a_judge_of_one_name_are_both_counted_with_workers(fake_llm: FakeLLM, tmp_path):
+    fake_llm.default = judged_reply
+    args = [a.replace("name:judge1", "name:fake-model") for a in
+            overrides(fake_llm.base_url, tmp_path / "run", None)] + ["workers=2"]
+    proc = cli(args, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    usage = json.loads((tmp_path / "run" / "results.json").read_text())["usage"]["fake-model"]
+    assert fake_llm.count == 8 and usage["requests"] == 8
+    assert {role: u["requests"] for role, u in usage["by_role"].items()} == {"model": 4, "judge": 4}

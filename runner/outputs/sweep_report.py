@@ -64,7 +64,10 @@ def cost_of(results: dict[str, Any]) -> dict[str, Any]:
            "judge_cost": 0.0, "prompt_tokens": 0, "completion_tokens": 0, "cache_hits": 0,
            "duration_s": (results.get("run") or {}).get("duration_s"), "demo": bool(results.get("demo"))}
     roles = set()
-    for usage in (results.get("usage") or {}).values():
+    # An entry in two roles (the model judging itself) has each role's figures in by_role.
+    every = [u for usage in (results.get("usage") or {}).values()
+             for u in (usage.get("by_role") or {"": usage}).values()]
+    for usage in every:
         side = "model_cost" if usage.get("role") == "model" else "judge_cost"
         roles.add(side)
         cost = usage.get("cost_usd", usage.get("cost", 0.0))  # null: a price that is not known

@@ -60,9 +60,13 @@ class Built:
         return [endpoint for _, endpoint in self.roles()]
 
     def roles(self) -> list[tuple[str, Endpoint]]:
-        """Each endpoint the run may call with its role in results.json usage: model, judge, extractor."""
-        return ([("model", self.model)] if self.model else []) + [("judge", j) for j in self.panel.judges] + \
+        """Each endpoint the run may call with its role in results.json usage: model, judge, extractor; each
+        endpoint once, under its first role (the panel's first judge reading replies as the extractor is one
+        endpoint). Two entries of one name stay two endpoints (runner/run/invocations.py by_name sums them)."""
+        every = ([("model", self.model)] if self.model else []) + [("judge", j) for j in self.panel.judges] + \
             [("extractor", e) for e in self.extractors]
+        first = {id(e): (role, e) for role, e in reversed(every)}  # reversed: the first role wins
+        return [(role, e) for role, e in every if first[id(e)][0] == role]
 
     def check_keys(self) -> None:
         """Before any request: every endpoint whose provider needs a key it does not have, all in one line."""

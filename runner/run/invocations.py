@@ -61,6 +61,26 @@ def merge_usage(parts: list[Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
     return out
 
 
+def by_name(entries: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
+    """results.json `usage` from each endpoint's (role, name, usage): keyed by entry name, as the contract has it.
+    Two roles of one name (the model under test judging itself: `model=gpt-4o-mini judges=one`) are one key
+    whose counts and money are summed, with role `model+judge` and each role's own figures in `by_role`, so
+    nothing one of them sent is dropped."""
+    grouped: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for role, name, usage in entries:
+        grouped.setdefault(name, []).append((role, usage))
+    out: dict[str, Any] = {}
+    for name, parts in grouped.items():
+        if len(parts) == 1:
+            out[name] = parts[0][1]
+            continue
+        merged = merge_usage([{name: usage} for _, usage in parts])[name]
+        merged["role"] = "+".join(dict.fromkeys(role for role, _ in parts))
+        merged["by_role"] = {role: usage for role, usage in parts}
+        out[name] = merged
+    return out
+
+
 RESERVED_BYTES = 65536
 """Room an invocation holds in invocations.jsonl from its start (a placeholder line): given back just before its
 line is written, so a disk that filled up during the run still takes it (~0.7 KB per endpoint)."""

@@ -21,6 +21,7 @@ from runner.outputs.display import Display
 from runner.run.build import Built
 from runner.run.compact import PreviousRecords, TaskRecords, compact
 from runner.run.fingerprint import PARTS, changed, describe_changes, fingerprint, names, split
+from runner.run.invocations import by_name
 from runner.run.jobs import Job, error_record, run_jobs
 from runner.run.store import SampleStore, key_of, read_at, record_key
 from runner.run.workers import Pool
@@ -352,11 +353,8 @@ def usage_summary(built: Built, planned: Plan | None = None) -> dict[str, Any]:
     null when a price is unknown), with the served model ids; with worker processes, theirs added up."""
     if planned is not None and planned.usage is not None:
         return planned.usage
-    out: dict[str, Any] = {}
-    for role, endpoint in built.roles():
-        out[endpoint.name] = {"role": role, "model": endpoint.model, **endpoint.usage(),
-                              "served_models": sorted(endpoint.served_models)}
-    return out
+    return by_name([(role, e.name, {"role": role, "model": e.model, **e.usage(),
+                                    "served_models": sorted(e.served_models)}) for role, e in built.roles()])
 
 
 def timestamp() -> str:

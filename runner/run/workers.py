@@ -31,7 +31,7 @@ from runner.outputs.display import Display
 from runner.run import worker_child
 from runner.run.build import EMBEDDED, Built
 from runner.run.compact import PreviousRecords, TaskRecords
-from runner.run.invocations import merge_usage
+from runner.run.invocations import by_name, merge_usage
 from runner.run.jobs import Job
 from runner.run.store import SampleStore, record_key
 
@@ -135,9 +135,11 @@ class Pool:
     def usage_summary(self, built: Built) -> dict[str, Any]:
         """results.json `usage`: each endpoint's usage added up over the workers (`final` from those that
         finished, the last figures sent by any that did not), with the entry's own ceiling."""
-        out: dict[str, Any] = {}
+        out: list[tuple[str, str, dict[str, Any]]] = []
         for role, e in built.roles():
-            parts = [c.usage[e.name] for c in self.children if e.name in c.usage]
+            # A child's usage is keyed by name too: of two roles of one name, each takes its own figures.
+            parts = [(c.usage[e.name].get("by_role") or {}).get(role, c.usage[e.name]) for c in self.children
+                     if e.name in c.usage]
             levels = [p.get("concurrency") or {} for p in parts]
             # This process's own preflight request (runner/run/build.py) is part of the usage, not of the levels.
             own = [{**e.usage(), "served_models": sorted(e.served_models)}] if parts and \
@@ -154,8 +156,8 @@ class Pool:
                                     "lowest": total("lowest"), "peak_in_flight": total("peak_in_flight") or 0}
             usage.setdefault("rate_limited", 0)
             served = sorted(set(usage.pop("served_models", None) or []))
-            out[e.name] = {"role": role, "model": e.model, **usage, "served_models": served}
-        return out
+            out.append((role, e.name, {"role": role, "model": e.model, **usage, "served_models": served}))
+        return by_name(out)
 
     # ------------------------------------------------------------------------------------ the run
     async def run(self, pending: deque[Job], records: Mapping[str, TaskRecords], store: SampleStore,

@@ -32,7 +32,9 @@ FAILS = {"judge1": ("LiDAR", "GNSS", "MODIS"), "judge2": ("LiDAR", "Sentinel")}
 C, W = "correct", "incorrect"
 JUDGE1 = {5: C, 6: W, 7: W, 8: C, 9: C, 10: C, 11: C, 12: C, 13: W}
 JUDGE2 = {5: C, 6: W, 7: C, 8: C, 9: C, 10: W, 12: W, 13: C}
-PANEL = {5: C, 6: W, 8: C, 9: C, 11: C}  # 7, 10, 12, 13: one vote each way, no vote; 11: judge1's alone
+# The panel vote is the task's own judge_voting rule (issue 31): a majority of ⌊2/2⌋+1 = 2 judges saying correct,
+# an invalid reply (judge2 on 11) failing; so correct only where both judges say so.
+PANEL = {i: C if JUDGE1.get(i) == C and JUDGE2.get(i) == C else W for i in HUMAN}
 
 
 def judge_reply(body: dict[str, Any]) -> str:
@@ -95,8 +97,10 @@ def check_block(block: dict[str, Any], verdicts: dict[int, str], records: list[d
         for i in ids if HUMAN[i] != verdicts[i]]
     # The interval is the runner's bootstrap of the kappa, here recomputed with sklearn's kappa.
     h, v = np.array(human), np.array(judged)
-    interval = bootstrap_statistic(len(ids), lambda idx: {"k": sklearn_kappa(list(h[idx]), list(v[idx]))},
-                                   None, n_boot, seed)["k"]
+    # A resample where a rater gave one category only has no kappa (sklearn says 0 there; issue 31).
+    interval = bootstrap_statistic(
+        len(ids), lambda idx: {"k": None if min(len(set(h[idx])), len(set(v[idx]))) == 1
+                               else sklearn_kappa(list(h[idx]), list(v[idx]))}, None, n_boot, seed, expand=True)["k"]
     assert interval is not None and block["cohen_kappa_ci"] == pytest.approx(list(interval))
     assert interval[0] <= block["cohen_kappa"] <= interval[1]
 
@@ -116,7 +120,10 @@ def test_each_judge_and_the_panel_vote_against_the_labels_match_hand_counts_and_
     # By hand, to be sure the table above says what it should.
     assert task["judges"]["judge1"]["confusion"] == {C: {C: 4, W: 1}, W: {C: 2, W: 2}}
     assert [d["id"] for d in task["judges"]["judge2"]["disagreements"]] == [9, 12, 13]
-    assert (task["panel"]["n"], task["panel"]["agreement"], task["panel"]["n_invalid"]) == (5, 4 / 5, 4)
+    assert (task["panel"]["n"], task["panel"]["agreement"], task["panel"]["n_invalid"]) == (9, 5 / 9, 0)
+    # The panel vote is each record's judge_vote: what the task's judge_voting averages.
+    votes = {r["id"]: C if r["scores"]["judge_vote"] == 1 else W for r in records["open_ended"]}
+    assert {i: votes[i] for i in PANEL} == PANEL
     assert audit(records, read_labels(LABELS_CSV), n_boot=300, seed=4) == result  # seeded: the same numbers
     assert audit(records, read_labels(LABELS_CSV), n_boot=0, seed=4)["tasks"]["open_ended"]["panel"][
         "cohen_kappa_ci"] is None
@@ -175,7 +182,8 @@ def test_groundedness_compares_verdicts_as_given_and_binary_labels_map_scores():
     assert g["disagreements"][0] == {"id": 1, "label": "yes", "verdict": "partial", "explanation": "j says partial"}
     r = result["r"]["judges"]["j"]
     assert (r["n"], r["n_invalid"], r["confusion"]) == (2, 1, {C: {C: 1, W: 1}, W: {C: 0, W: 0}})
-    assert result["r"]["panel"]["n"] == 2  # one judge: its own verdicts are the vote
+    # One judge: the task's vote counts its unparsed reply as a fail, as judge_voting does.
+    assert result["r"]["panel"]["n"] == 3 and result["r"]["panel"]["confusion"] == {C: {C: 1, W: 1}, W: {C: 0, W: 1}}
 
 
 def test_a_tied_panel_is_no_vote_and_labels_in_the_wrong_vocabulary_or_tasks_are_one_clear_error():
@@ -231,7 +239,7 @@ def test_cli_writes_both_files_and_prints_their_paths(eve_run):
     expected = audit(records_of(eve_run, "open_ended"), read_labels(LABELS_CSV), n_boot=50, seed=0)
     assert saved == json.loads(json.dumps(expected))
     md = (eve_run / "audit.md").read_text()
-    assert "## open_ended (correctness)" in md and "| panel vote | 5 | 0.800 |" in md
+    assert "## open_ended (correctness)" in md and "| panel vote | 9 | 0.556 |" in md
     assert "| judge2 | 12 | correct | incorrect | judge2: wrong on What do the VV and V |" in md
     assert write_audit(expected, eve_run) == (eve_run / "audit.json", eve_run / "audit.md")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import fake_model_overrides, read_jsonl, run_in_process
 from fake_llm import FakeLLM
+from scipy.stats import norm, t
 
 from runner.errors import ConfigError
 
@@ -49,9 +50,14 @@ def test_each_epoch_is_its_own_request_and_record(tmp_path: Path) -> None:
     assert task["metrics"]["accuracy"] == pytest.approx(15 / 18)
     assert task["by_epoch"]["accuracy"] == [1.0, 0.5, 1.0]
     assert task["epoch_sd"]["accuracy"] == pytest.approx(statistics.stdev([1.0, 0.5, 1.0]))
-    # Clustered by sample: resampling the 6 samples, m of them perfect (m ~ Binomial(6, 1/2)), gives a mean of
-    # (12 + m) / 18; its 2.5 % and 97.5 % points are m = 1 and m = 5 (P(m <= 0) = 1.6 %, P(m <= 5) = 98.4 %).
-    assert task["ci"]["accuracy"] == pytest.approx([13 / 18, 17 / 18])
+    # The sample is the unit: its value is its mean over epochs (2/3 for questions 0-2, 1 for 3-5). Resampling
+    # the 6 samples, m of them perfect (m ~ Binomial(6, 1/2)), gives (12 + m) / 18; the expanded percentile
+    # interval at n = 6 takes the 0.3 % and 99.7 % points (scipy below), beyond P(m = 0) = P(m = 6) = 1.6 %:
+    # m = 0 and m = 6. At n = 6 a bootstrap of a non-binary mean does not hold its coverage: reliable false.
+    level = 1 - 2 * norm.cdf(-(6 / 5) ** 0.5 * t.ppf(0.975, 5))
+    assert (1 - level) / 2 < 1 / 64
+    assert task["ci"]["accuracy"] == pytest.approx([12 / 18, 18 / 18])
+    assert task["reliable"] == {"accuracy": False} and task["reducer"] == "mean"
     # The standard error of the six per-sample means (2/3, 2/3, 2/3, 1, 1, 1), not of 18 independent records.
     assert task["stderr"]["accuracy"] == pytest.approx(statistics.stdev([2 / 3] * 3 + [1.0] * 3) / 6 ** 0.5)
 
@@ -71,3 +77,67 @@ def test_a_resume_asks_only_the_missing_epochs(tmp_path: Path) -> None:
 def test_epochs_below_one_are_refused(tmp_path: Path) -> None:
     with FakeLLM(default="Answer: B") as srv, pytest.raises(ConfigError, match="epochs=0: must be"):
         run(srv, tmp_path, "epochs=0")
+
+
+# --- the sample is the unit of every statistic (issue 31, point 1) ----------------------------------------------
+
+
+def _judged(sid: int, epoch: int, verdicts: tuple[str, str]) -> dict:
+    judgements = [{"judge": j, "status": "ok", "verdict": v, "score": float(v == "correct"), "explanation": "",
+                   "raw": v} for j, v in zip(("a", "b"), verdicts, strict=True)]
+    passes = [float(v == "correct") for v in verdicts]
+    return {"id": sid, "epoch": epoch, "status": "ok", "answer": None, "reference": "r", "judgements": judgements,
+            "scores": {"judge/a": passes[0], "judge/b": passes[1], "judge_avg": sum(passes) / 2,
+                       "judge_unanimous": float(passes[0] == passes[1]),
+                       "judge_vote": float(all(passes))}}
+
+
+def _open_ended():
+    from conftest import compose
+
+    from runner.config import instantiate
+
+    benchmark = instantiate(compose(["benchmark=eve", "benchmark.tasks=[open_ended]"]).benchmark, "benchmark")
+    return benchmark.build_tasks()[0]
+
+
+def test_identical_epochs_give_the_one_epoch_kappas_intervals_and_n() -> None:
+    """Three identical epochs are one sample each: the same n, kappas and intervals as one epoch (the issue:
+    n 86 -> 258 narrowed the Fleiss interval)."""
+    from runner.metrics.samples import per_sample
+    from runner.metrics.uncertainty import panel_stats, with_uncertainty
+
+    rng = __import__("random").Random(3)
+    verdicts = [tuple(rng.choice(["correct", "incorrect"]) for _ in range(2)) for _ in range(40)]
+    one = [_judged(i, 0, v) for i, v in enumerate(verdicts)]
+    three = [_judged(i, e, v) for i, v in enumerate(verdicts) for e in range(3)]
+    task = _open_ended()
+    single = panel_stats(one, n_boot=400, seed=1, samples=per_sample(task, one))
+    triple = panel_stats(three, n_boot=400, seed=1, samples=per_sample(task, three))
+    assert single is not None and triple is not None
+    assert triple["n"] == single["n"] == 40
+    for key in ("fleiss_kappa", "cohen_kappa"):
+        assert triple[key] == pytest.approx(single[key])
+    # Resampling 40 clusters of three identical items draws the same kappas as resampling the 40 items.
+    assert triple["fleiss_kappa_ci"] == pytest.approx(single["fleiss_kappa_ci"])
+    a = with_uncertainty(task, one, task.aggregate(one), n_boot=400, seed=1)
+    b = with_uncertainty(task, three, task.aggregate(three), n_boot=400, seed=1, epochs=3)
+    assert b.metrics == pytest.approx(a.metrics) and b.ci == pytest.approx(a.ci) and b.stderr == pytest.approx(a.stderr)
+
+
+def test_pairs_use_each_samples_mean_over_its_epochs(tmp_path: Path) -> None:
+    """The issue's wrong sign: pairs keyed by id kept the last epoch only. Each sample is its epochs' mean."""
+    from conftest import compose
+
+    from runner.config import instantiate
+    from runner.metrics.samples import per_sample
+
+    task = instantiate(compose(["benchmark=eve", "benchmark.tasks=[mcqa_single_answer]"]).benchmark,
+                       "benchmark").build_tasks()[0]
+    task.prepare([])
+    records = [{"id": i, "epoch": e, "status": "ok", "answer": "A", "reference": "A",
+                "scores": {"accuracy": float(e == 0 or i % 2 == 0)}} for i in range(4) for e in range(3)]
+    samples = per_sample(task, records)
+    assert samples.keys == ["0", "1", "2", "3"] and samples.n == 4
+    assert samples.values["accuracy"] == pytest.approx([1.0, 1 / 3, 1.0, 1 / 3])
+    assert samples.metrics["accuracy"] == pytest.approx(sum([1.0, 1 / 3, 1.0, 1 / 3]) / 4)

@@ -345,9 +345,10 @@ def test_judged_task_ignores_a_score_left_on_an_invalid_judgement() -> None:
     # An invalid judgement must never pass, whatever score it carries.
     stray = Judgement(judge="j1", status="invalid", verdict=None, score=1.0, raw="looks fine")
     result = task.aggregate([record(task.name, 0, "", judgements=[stray], status="invalid")])
-    # one judge, one sample, judged as a fail: everything 0 except agreement (a panel of one agrees) = 1
+    # one judge, one sample, judged as a fail: everything 0; agreement over no parsed verdict is undefined
+    # (null, never 1: issue 31)
     assert result.metrics == {"llm_as_judge_j1": 0.0, "llm_as_judge_avg": 0.0, "judge_voting": 0.0,
-                              "judge_agreement": 1.0}
+                              "judge_agreement": None}
     assert result.invalid_ids == [0]
 
 

@@ -78,7 +78,7 @@ def test_pairs_of_a_sweep_equal_paired_difference_on_the_hand_picked_scores(fake
     report = sweep / "report"
     with open(report / "pairs.csv", newline="") as fh:
         assert next(csv.reader(fh)) == ["task", "metric", "model_a", "model_b", "n", "diff", "ci_low", "ci_high",
-                                        "p_value", "test"]
+                                        "p_value", "test", "ci_method", "reliable", "note"]
     rows = {r["task"]: r for r in read_csv(report / "pairs.csv")}
     assert set(rows) == {"mcqa_single_answer", "mcqa_multiple_answers"}
 
@@ -95,6 +95,8 @@ def test_pairs_of_a_sweep_equal_paired_difference_on_the_hand_picked_scores(fake
     expected = paired_difference(a, b, n_boot=N_BOOT, seed=SEED)
     assert (float(single["ci_low"]), float(single["ci_high"])) == \
         pytest.approx((expected["ci_low"], expected["ci_high"]))
+    # One family (issue 31): McNemar's p >= 0.05 and its matching interval holds 0.
+    assert single["ci_method"] == "mcnemar_exact" and float(single["ci_low"]) <= 0 <= float(single["ci_high"])
 
     multi = rows["mcqa_multiple_answers"]
     ious_b = [(1 / len(r["Answers"])) if "A" in r["Answers"] else 0.0 for r in MULTI[SHOTS:]]

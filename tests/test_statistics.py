@@ -18,12 +18,13 @@ from runner.metrics.agreement import cohen_kappa, fleiss_kappa, judge_stats, pai
 from runner.metrics.intervals import (
     bootstrap_means,
     bootstrap_statistic,
+    expanded_level,
     is_binary,
     percentile_intervals,
     resampled_sums,
     wilson,
 )
-from runner.metrics.paired import mcnemar_exact, paired_difference
+from runner.metrics.paired import mcnemar_exact, mcnemar_interval, paired_difference
 
 # Fleiss (1971) via Wikipedia's worked example: 10 subjects, 14 raters, 5 categories; kappa = 0.210.
 FLEISS_TABLE = [
@@ -302,7 +303,9 @@ def test_cohen_kappa_matches_sklearn() -> None:
         b = [f"l{x}" if rng.random() < 0.6 else f"l{rng.integers(0, k + 1)}" for x in a]
         expected = _quiet_sklearn_kappa(list(a), list(b))
         got = cohen_kappa(a, b)
-        if math.isfinite(expected):
+        if len(set(a)) == 1 or len(set(b)) == 1:  # sklearn: 0 (one rater constant) or nan; undefined here
+            assert got is None
+        elif math.isfinite(expected):
             assert got == pytest.approx(expected, abs=1e-12)
         else:
             assert got is None
@@ -311,6 +314,9 @@ def test_cohen_kappa_matches_sklearn() -> None:
 def test_cohen_kappa_undefined() -> None:
     assert cohen_kappa([], []) is None
     assert cohen_kappa([1, 1, 1], [1, 1, 1]) is None  # chance agreement 1: sklearn gives nan
+    # Issue 31: a judge who gives one verdict only says nothing about agreement (sklearn: exactly 0).
+    assert _quiet_sklearn_kappa([1, 1, 0], [1, 1, 1]) == 0.0
+    assert cohen_kappa([1, 1, 0], [1, 1, 1]) is None
     assert cohen_kappa([1, 0], [0, 1]) == pytest.approx(-1.0)
     with pytest.raises(ValueError):
         cohen_kappa([1], [1, 0])
@@ -431,25 +437,75 @@ def test_paired_difference_continuous() -> None:
     rng = np.random.default_rng(16)
     b = rng.random(300)
     shifted = paired_difference(b + 0.2 + rng.normal(0, 0.05, 300), b, n_boot=999, seed=1)
-    assert shifted["test"] == "paired_bootstrap"
+    assert shifted["test"] == "paired_bootstrap" and shifted["ci_method"] == "expanded_percentile"
     assert shifted["diff"] == pytest.approx(0.2, abs=0.02)
     assert shifted["ci_low"] < shifted["diff"] < shifted["ci_high"]
-    assert shifted["p_value"] == pytest.approx(2 / 1000)  # no resample crosses 0
+    # No resample crosses 0: share 1/1000; p is the Student tail where the expanded interval would reach it.
+    expected = 2 * stats.t.cdf(stats.norm.ppf(1 / 1000) * math.sqrt(299 / 300), 299)
+    assert shifted["p_value"] == pytest.approx(expected, rel=1e-9)
     noise = paired_difference(b + rng.normal(0, 0.1, 300), b, n_boot=999, seed=1)
     assert noise["ci_low"] < 0 < noise["ci_high"] and noise["p_value"] > 0.05
     assert paired_difference(b, b, n_boot=100, seed=0)["p_value"] == 1.0
-    # The interval agrees with scipy's percentile bootstrap of the paired differences.
+    # The interval agrees with scipy's percentile bootstrap of the paired differences at the expanded level
+    # (Hesterberg: alpha'/2 = Phi(-sqrt(n/(n-1)) t_{alpha/2, n-1})).
     d = (b + rng.normal(0.05, 0.3, 300)) - b
     ours = paired_difference(d + b, b, n_boot=4000, seed=2)
-    res = stats.bootstrap((d,), np.mean, n_resamples=4000, method="percentile", rng=np.random.default_rng(2))
+    level = 1 - 2 * stats.norm.cdf(-math.sqrt(300 / 299) * stats.t.ppf(0.975, 299))
+    res = stats.bootstrap((d,), np.mean, n_resamples=4000, method="percentile", confidence_level=level,
+                          rng=np.random.default_rng(2))
     width = res.confidence_interval.high - res.confidence_interval.low
     assert ours["ci_low"] == pytest.approx(res.confidence_interval.low, abs=0.05 * width)
     assert ours["ci_high"] == pytest.approx(res.confidence_interval.high, abs=0.05 * width)
 
 
+def test_expanded_level_matches_scipy() -> None:
+    for n in (2, 3, 5, 10, 30, 100, 1000):
+        expected = 1 - 2 * stats.norm.cdf(-math.sqrt(n / (n - 1)) * stats.t.ppf(0.975, n - 1))
+        assert expanded_level(n) == pytest.approx(expected, abs=1e-12)
+    assert expanded_level(1) is None
+
+
+def test_mcnemar_interval_inverts_the_exact_test_and_holds_the_difference() -> None:
+    """Issue 31, point 3: a row's interval excludes 0 exactly when McNemar's p < 0.05 (every table up to n 40),
+    and it is the Clopper-Pearson interval of statsmodels mapped to the difference."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    for n in range(1, 41, 3):
+        for wins in range(n + 1):
+            for losses in range(n - wins + 1):
+                a = [1.0] * wins + [0.0] * losses + [1.0] * (n - wins - losses)
+                b = [0.0] * wins + [1.0] * losses + [1.0] * (n - wins - losses)
+                row = paired_difference(a, b, n_boot=10, seed=0)
+                assert row["ci_low"] <= row["diff"] <= row["ci_high"]
+                assert (not row["ci_low"] <= 0 <= row["ci_high"]) == (row["p_value"] < 0.05), (n, wins, losses)
+    a, b = [1.0] * 12 + [0.0] * 4 + [1.0] * 14, [0.0] * 12 + [1.0] * 4 + [1.0] * 14
+    theta = proportion_confint(12, 16, alpha=0.05, method="beta")
+    share = proportion_confint(16, 30, alpha=0.2, method="beta")
+    low, high = mcnemar_interval(a, b)
+    assert 2 * theta[0] - 1 < 0 < 2 * theta[1] - 1  # both ends take the widest share: its upper end
+    assert low == pytest.approx((2 * theta[0] - 1) * share[1], abs=1e-12)
+    assert high == pytest.approx((2 * theta[1] - 1) * share[1], abs=1e-12)
+
+
+def test_paired_bootstrap_interval_and_p_agree_about_zero() -> None:
+    """Issue 31, point 3: over many small and large non-binary samples, p < 0.05 exactly when the interval
+    excludes 0, or the row's note says they sit on the edge."""
+    rng = np.random.default_rng(21)
+    for trial in range(300):
+        n = int(rng.choice([3, 5, 10, 30, 100]))
+        a = rng.choice([0.0, 0.25, 0.5, 0.75, 1.0], size=n)
+        b = np.clip(a - rng.choice([-0.25, 0.0, 0.25, 0.5], size=n), 0, 1)
+        row = paired_difference(a, b, n_boot=500, seed=trial)
+        if row["ci_low"] is None:
+            continue
+        excludes = not row["ci_low"] <= 0 <= row["ci_high"]
+        assert excludes == (row["p_value"] < 0.05) or row["note"], row
+
+
 def test_paired_difference_empty_and_invalid() -> None:
     row = paired_difference([], [], n_boot=100, seed=0)
-    assert row == {"n": 0, "diff": None, "ci_low": None, "ci_high": None, "p_value": None, "test": "paired_bootstrap"}
+    assert row == {"n": 0, "diff": None, "ci_low": None, "ci_high": None, "p_value": None, "test": "paired_bootstrap",
+                   "ci_method": "expanded_percentile", "reliable": False, "note": ""}
     with pytest.raises(ValueError):
         paired_difference([1.0], [1.0, 0.0], n_boot=100, seed=0)
 

@@ -16,7 +16,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from runner.metrics.intervals import FloatArray, IntArray, percentile_intervals, resampled_sums
+from runner.metrics.intervals import (
+    FloatArray,
+    IntArray,
+    cluster_ids,
+    expanded_level,
+    percentile_intervals,
+    resampled_sums,
+)
 
 
 def _codes(columns: Sequence[Sequence[Hashable | None]]) -> tuple[IntArray, int]:
@@ -57,14 +64,18 @@ def _fleiss(table_sums: FloatArray, agreement_sums: FloatArray, n_items: FloatAr
 
 def _cohen(agree_sums: FloatArray, a_sums: FloatArray, b_sums: FloatArray, n_items: FloatArray) -> FloatArray:
     """Cohen's kappa per row from summed agreements (rows,), each rater's summed category counts (rows x K)
-    and item counts (rows,); NaN where undefined (no item, chance agreement 1)."""
+    and item counts (rows,); NaN where undefined (no item, or a rater who used one category only)."""
     # 1 - p_e = (n^2 - sum_k a_k b_k) / n^2: integers, so "undefined" is an exact zero.
     spread = n_items * n_items - (a_sums * b_sums).sum(axis=1)
+    # A rater who gave one category only (sum_k a_k^2 = n^2) says nothing about agreement: sklearn's kappa is
+    # then exactly 0, a number that reads as "chance agreement"; here it is undefined.
+    varied = ((n_items * n_items - (a_sums * a_sums).sum(axis=1)) > 0) & (
+        (n_items * n_items - (b_sums * b_sums).sum(axis=1)) > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         p_observed = agree_sums / n_items
         p_expected = 1.0 - spread / (n_items * n_items)
         kappa = (p_observed - p_expected) / (1.0 - p_expected)
-    return np.where((n_items > 0) & (spread > 0), kappa, np.nan)
+    return np.where((n_items > 0) & (spread > 0) & varied, kappa, np.nan)
 
 
 def _value(x: float) -> float | None:
@@ -101,7 +112,9 @@ def _item_table(codes: IntArray, n_categories: int) -> FloatArray:
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     """Cohen's kappa between raters `a` and `b` (one label each per item).
 
-    None when undefined: no items, or chance agreement 1 (both raters used one and the same category).
+    None when undefined: no items, or a rater who used one category only (sklearn's
+    `cohen_kappa_score` gives 0 when one rater is constant and NaN when both are; neither is a measure of
+    agreement).
     """
     if len(a) != len(b):
         raise ValueError(f"raters labelled {len(a)} and {len(b)} items")
@@ -126,15 +139,19 @@ def _ci(interval: tuple[float, float] | None, point: float | None) -> list[float
 
 
 def judge_stats(
-    verdicts: Mapping[str, Sequence[Hashable | None]], n_boot: int, seed: int, level: float = 0.95
+    verdicts: Mapping[str, Sequence[Hashable | None]], n_boot: int, seed: int, level: float = 0.95, *,
+    clusters: Sequence[Hashable] | None = None, expand: bool = False,
 ) -> dict[str, Any]:
     """The contract's `judge_stats` block for two or more judges.
 
     `verdicts[judge][i]` is the judge's valid label on item i, or None where its reply was invalid. Fleiss'
-    kappa is over the items every judge labelled (their count is `n`), each pair's Cohen's kappa over the items
-    both judges labelled; `invalid_rate` is each judge's share of None. The intervals are percentile bootstrap
-    intervals from resampling the task's items (valid or not) with `seed`, each kappa computed in a resample
-    over its valid items there; all of them come from one draw of resampled indices.
+    kappa is over the items every judge labelled, each pair's Cohen's kappa over the items both judges
+    labelled; `invalid_rate` is each judge's share of None. `clusters` (one key per item: its sample, when a
+    sample's epochs are several items) makes the sample the unit: `n` counts the samples with an item every
+    judge labelled, and the bootstrap resamples samples. The intervals are percentile bootstrap intervals
+    (`expand`: expanded, n = the samples) from resampling the task's samples (valid or not) with `seed`, each
+    kappa computed in a resample over its valid items there; all of them come from one draw of resampled
+    indices. A kappa that is undefined (one category only) is None and so is its interval.
     """
     judges = sorted(verdicts)
     if len(judges) < 2:
@@ -143,6 +160,7 @@ def judge_stats(
     if any(len(verdicts[j]) != n_items for j in judges):
         raise ValueError("every judge needs a verdict (or None) for every item")
     codes, n_categories = _codes([verdicts[j] for j in judges])
+    ids, n_units = cluster_ids(clusters, n_items)
     if n_categories == 0:  # no judge gave a valid verdict: every kappa is undefined
         names = [pair_name(a, b) for a, b in combinations(judges, 2)]
         return {"n": 0, "fleiss_kappa": None, "fleiss_kappa_ci": None, "cohen_kappa": dict.fromkeys(names),
@@ -170,6 +188,10 @@ def judge_stats(
         ]
     units = np.hstack(blocks)
     point_sums = units.sum(axis=0)[None, :]
+    if clusters is not None:  # every kappa is a function of sums: a sample's items enter as their sums
+        per_unit = np.zeros((n_units, units.shape[1]))
+        np.add.at(per_unit, ids, units)
+        units = per_unit
     boot_sums = resampled_sums(units, n_boot, seed)
 
     def kappas(sums: FloatArray) -> tuple[FloatArray, list[FloatArray]]:
@@ -190,12 +212,14 @@ def judge_stats(
 
     fleiss_point, cohen_points = kappas(point_sums)
     fleiss_boot, cohen_boots = kappas(boot_sums)
-    intervals = percentile_intervals(np.column_stack([fleiss_boot, *cohen_boots]), level)
+    at = expanded_level(n_units, level) if expand else level
+    intervals = percentile_intervals(np.column_stack([fleiss_boot, *cohen_boots]), [at] * (1 + len(pairs)))
     fleiss = _value(float(fleiss_point[0]))
     names = [pair_name(judges[i], judges[j]) for i, j in pairs]
     cohen = {name: _value(float(c[0])) for name, c in zip(names, cohen_points, strict=True)}
+    counted = len(set(ids[all_valid].tolist()))
     return {
-        "n": int(all_valid.sum()),
+        "n": counted,
         "fleiss_kappa": fleiss,
         "fleiss_kappa_ci": _ci(intervals[0], fleiss),
         "cohen_kappa": cohen,

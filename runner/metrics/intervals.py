@@ -10,6 +10,7 @@ between numpy releases).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
@@ -107,19 +108,42 @@ def resampled_sums(units: FloatArray, n_boot: int, seed: int) -> FloatArray:
     return out
 
 
-def percentile_intervals(samples: FloatArray, level: float = 0.95) -> list[Interval | None]:
-    """Percentile interval of each column of `samples` (n_boot x m; NaN = undefined in that resample).
+def expanded_level(n_units: int, level: float = 0.95) -> float | None:
+    """The percentile level that gives a bootstrap of `n_units` units the coverage of `level`: Hesterberg's
+    expanded percentile interval (2015, "What teachers should know about the bootstrap", section 5.2).
+
+    A percentile bootstrap of a mean is too narrow at small n: it uses the plug-in spread (divided by n, not
+    n - 1) and normal quantiles, not Student's t. Its tails at (1 - level') / 2 with
+    (1 - level') / 2 = Phi(-sqrt(n / (n - 1)) * t_{(1 - level) / 2, n - 1}) correct both, and keep what the
+    bootstrap does well (a bounded, skewed statistic keeps its shape). None below two units (no spread).
+    """
+    _check_level(level)
+    if n_units < 2:
+        return None
+    from scipy import special
+
+    # t quantile via the incomplete beta inverse (scipy.special, cheaper to import than scipy.stats).
+    df, tail = n_units - 1, (1.0 - level) / 2.0
+    t = math.sqrt(df * (1.0 / special.betaincinv(df / 2.0, 0.5, 2.0 * tail) - 1.0))
+    return 1.0 - 2.0 * float(special.ndtr(-math.sqrt(n_units / df) * t))
+
+
+def percentile_intervals(samples: FloatArray, level: float | Sequence[float | None] = 0.95) -> list[Interval | None]:
+    """Percentile interval of each column of `samples` (n_boot x m; NaN = undefined in that resample), at
+    `level` (one for every column, or one per column: None gives that column no interval).
 
     None for a column undefined (NaN) in more than half of the resamples.
     """
-    _check_level(level)
-    alpha = (1.0 - level) / 2.0
+    levels: list[float | None] = [level] * samples.shape[1] if isinstance(level, (int, float)) else list(level)
     result: list[Interval | None] = []
-    for column in samples.T:
+    for column, at in zip(samples.T, levels, strict=True):
         defined = column[~np.isnan(column)]
-        if defined.size == 0 or 2 * defined.size < column.size:
+        if at is None or defined.size == 0 or 2 * defined.size < column.size:
             result.append(None)
             continue
+        if not 0.0 < at <= 1.0:  # 1: the whole range of the resamples (an expanded level at n = 2)
+            raise ValueError(f"level must be in (0, 1], got {at}")
+        alpha = (1.0 - at) / 2.0
         low, high = np.percentile(defined, [100.0 * alpha, 100.0 * (1.0 - alpha)])
         result.append((float(low), float(high)))
     return result
@@ -140,8 +164,12 @@ def bootstrap_means(
     n_boot: int,
     seed: int,
     level: float = 0.95,
+    *,
+    expand: bool = False,
 ) -> list[Interval | None]:
-    """Percentile bootstrap intervals of the column means of `values` (n_samples x n_metrics, or 1-D).
+    """Percentile bootstrap intervals of the column means of `values` (n_samples x n_metrics, or 1-D);
+    `expand`: Hesterberg's expanded percentile interval (`expanded_level`, n = the units resampled: samples, or
+    clusters), None below two units.
 
     NaN marks a sample without that metric: each column's mean is over its non-NaN entries, in the data and
     in every resample. With `clusters` (one key per sample) whole clusters are resampled and the statistic
@@ -179,7 +207,12 @@ def bootstrap_means(
         boot_counts = np.full_like(boot_sums, float(n_samples))
     with np.errstate(invalid="ignore", divide="ignore"):
         means = np.where(boot_counts > 0, boot_sums / boot_counts, np.nan)
-    intervals = percentile_intervals(means, level)
+    if expand:
+        units_with = (_cluster_sums(present.astype(np.float64), ids, n_clusters, clustered=clusters is not None)
+                      > 0).sum(axis=0)
+        intervals = percentile_intervals(means, [expanded_level(int(k), level) for k in units_with])
+    else:
+        intervals = percentile_intervals(means, level)
     return [None if not present[:, j].any() else intervals[j] for j in range(n_metrics)]
 
 
@@ -197,8 +230,11 @@ def bootstrap_statistic(
     n_boot: int,
     seed: int,
     level: float = 0.95,
+    *,
+    expand: bool = False,
 ) -> dict[str, Interval | None]:
-    """Percentile bootstrap intervals of any metric computed from an array of item indices.
+    """Percentile bootstrap intervals of any metric computed from an array of item indices (`expand`: the
+    expanded percentile interval, n = the units resampled, items or clusters; None below two).
 
     `statistic(indices)` returns {metric: value or None} for the items `indices` (with repeats) of the
     `n_items` items; it is called once on `arange(n_items)` for the point estimate and once per resample.
@@ -230,7 +266,8 @@ def bootstrap_statistic(
             values = statistic(indices)
             samples[row] = [_defined(values.get(key)) for key in keys]
             row += 1
-    intervals = percentile_intervals(samples, level)
+    at = expanded_level(n_clusters, level) if expand else level
+    intervals = percentile_intervals(samples, [at] * len(keys))
     return {
         key: None if point[key] is None or np.isnan(_defined(point[key])) else intervals[j]
         for j, key in enumerate(keys)

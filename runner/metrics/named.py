@@ -44,6 +44,11 @@ def judge_passes(record: Record) -> dict[str, float]:
     return {j["judge"]: Judgement.from_dict(j).passed for j in record.get("judgements", [])}
 
 
+def _any_parsed(record: Record) -> bool:
+    """Whether any judge gave the record a parsed verdict (status `ok`)."""
+    return any(j.get("status") == "ok" for j in record.get("judgements") or [])
+
+
 def _all_pass(values: Sequence[float]) -> float:
     return float(bool(values) and min(values) == 1.0)
 
@@ -66,19 +71,22 @@ class JudgePanel:
         vote = [] if VOTES[self.vote] is None else ["judge_voting"]
         return [f"llm_as_judge_{j}" for j in judge_names(records)] + ["llm_as_judge_avg", *vote, "judge_agreement"]
 
-    def compute(self, records: Sequence[Record]) -> dict[str, float]:
+    def compute(self, records: Sequence[Record]) -> dict[str, float | None]:
         names = judge_names(records)
         rows = [[judge_passes(r).get(j, 0.0) for j in names] for r in records]
-        out = {f"llm_as_judge_{j}": mean(row[i] for row in rows) for i, j in enumerate(names)}
+        out: dict[str, float | None] = {f"llm_as_judge_{j}": mean(row[i] for row in rows) for i, j in enumerate(names)}
         out["llm_as_judge_avg"] = mean(mean(row) for row in rows)
         rule = VOTES[self.vote]
         if rule is not None:
             out["judge_voting"] = mean(rule(row) for row in rows)
-        out["judge_agreement"] = mean(unanimous(row) for row in rows)
+        # Agreement needs a verdict: a sample no judge gave a parsed one has none (all "fail" is no agreement),
+        # and over no such sample it is undefined (null), never 1.
+        parsed = [unanimous(row) for r, row in zip(records, rows, strict=True) if _any_parsed(r)]
+        out["judge_agreement"] = mean(parsed) if parsed else None
         return out
 
     def per_sample(self, record: Record) -> dict[str, float]:
-        return self.compute([record])
+        return {k: v for k, v in self.compute([record]).items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,9 @@ class BinaryPRF:
     """
 
     positive: str
+    reducible = False
+    """Precision, recall and F1 count answers, not per-sample scores: epochs reduced by `max`, `min`, `median`
+    or `pass_at_k` have no answer to count (`mode` and `mean` do); see runner/metrics/samples.py."""
 
     def headline(self) -> str:
         return "f1"
@@ -136,9 +147,9 @@ class Aggregation(Protocol):
         """The metric names it gives for these records (judge names can depend on them)."""
         ...
 
-    def compute(self, records: Sequence[Record]) -> dict[str, float]:
-        """Each metric's value over the scored records; called again on resampled records for a bootstrap
-        interval of any metric that `per_sample` does not give."""
+    def compute(self, records: Sequence[Record]) -> dict[str, float | None]:
+        """Each metric's value over the scored records (None where undefined); called again on resampled
+        records for a bootstrap interval of any metric that `per_sample` does not give."""
         ...
 
     def per_sample(self, record: Record) -> dict[str, float]:

@@ -1,20 +1,24 @@
 """Every metric with its interval, every panel with its reliability: a task's results block completed.
 
-A metric that is the mean of the samples' own values (`BaseTask.sample_scores`) gets Wilson's interval when
-those values are 0/1, else a bootstrap of the mean; any other metric (F1, corpus BLEU, win rates, ...) a
-bootstrap that recomputes it with the task's own aggregation on resampled samples. All bootstraps are
-seeded, so the same records give the same intervals (`runner.rescore` reproduces them).
+The sample is the unit (runner/metrics/samples.py `per_sample` says what a sample's value is, its epochs
+reduced by the task's reducer). A metric that is the mean of the samples' own values gets Wilson's interval when
+those values are 0/1, else the expanded percentile bootstrap of their mean; any other metric (F1, a median,
+corpus BLEU, win rates, ...) the expanded percentile bootstrap that recomputes it with the task's own
+aggregation on resampled samples (all their epochs together). All bootstraps are seeded, so the same records
+give the same intervals (`runner.rescore` reproduces them). Where bench/bench_coverage.py found that no method
+holds 94 % coverage at the task's n, `reliable` says false beside the interval (docs/statistics.md).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import field, fields, make_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from runner.metrics.core import stderr
 from runner.metrics.results import judge_names
+from runner.metrics.samples import Samples, per_sample
 from runner.types import TaskResult
 
 if TYPE_CHECKING:
@@ -29,6 +33,32 @@ Record = Mapping[str, Any]
 
 Z95 = 1.959963984540054
 """scipy.special.ndtri(0.975): the two-sided 95 % normal quantile of scipy's Wilson interval."""
+
+RELIABLE_FROM = {"wilson": 5, "mean": 100, "other": 10, "kappa": 30}
+"""The smallest n (samples) at which each kind of 95 % interval covered at least 94 % of the time in
+bench/bench_coverage.py, over n = 5, 10, 30, 100 (docs/statistics.md); below it, `reliable` is false."""
+
+
+_WITH_RELIABLE: dict[type, type] = {}
+
+
+def _with_reliable(result: TaskResult, reliable: dict[str, bool]) -> TaskResult:
+    """`result` (a TaskResult or a benchmark's subclass of it) with a `reliable` field beside `ci`: per metric
+    with an interval, whether its method holds 95 % coverage at this n (bench/bench_coverage.py).
+
+    TaskResult has no such field yet (runner/types.py is not this module's): a subclass of the result's own
+    class adds it, so results.json gets `reliable` wherever the block is written."""
+    cls = type(result)
+    if "reliable" in getattr(cls, "__dataclass_fields__", {}):
+        return replace(result, reliable=reliable)  # type: ignore[call-arg]
+    made = _WITH_RELIABLE.get(cls)
+    if made is None:
+        made = make_dataclass(cls.__name__, [("reliable", dict, field(default_factory=dict))], bases=(cls,))
+        made.__module__, made.__doc__ = cls.__module__, cls.__doc__
+        _WITH_RELIABLE[cls] = made
+    values = {f.name: getattr(result, f.name) for f in fields(result) if f.init}
+    out: TaskResult = made(**values, reliable=reliable)
+    return out
 
 
 def wilson95(successes: int, n: int) -> tuple[float, float]:
@@ -46,99 +76,100 @@ def _as_list(interval: tuple[float, float] | None) -> list[float] | None:
     return None if interval is None else [float(interval[0]), float(interval[1])]
 
 
-def _mean_values(own: Sequence[Mapping[str, float]], metric: str, value: float) -> list[float] | None:
-    """The samples' own values of `metric` when it is exactly their mean, else None."""
-    values: list[float] = []
-    for scores in own:
-        v = scores.get(metric)
-        if v is None or not math.isfinite(v):
-            return None
-        values.append(v)
-    return values if values and math.isclose(sum(values) / len(values), value, abs_tol=1e-9) else None
+def is_count(metric: str) -> bool:
+    """A metric that counts (VAKRA's `num_samples`, `num_correct`): it has no interval, since resampling the
+    samples it counts says nothing about it (an interval [10, 10] on `num_samples` would claim certainty)."""
+    return metric.startswith(("num_", "n_"))
 
 
-def intervals(task: BaseTask, scored: Sequence[Record], metrics: Mapping[str, float | None], *, n_boot: int,
-              seed: int, clusters: Sequence[Hashable] | None = None) -> dict[str, list[float] | None]:
-    """A 95 % interval for every metric (None where the metric is None)."""
+def intervals(task: BaseTask, samples: Samples, *, n_boot: int,
+              seed: int) -> tuple[dict[str, list[float] | None], dict[str, bool]]:
+    """A 95 % interval for every metric (None where the metric is None), and whether each is reliable."""
+    metrics = samples.metrics
     out: dict[str, list[float] | None] = {m: None for m in metrics}
+    reliable: dict[str, bool] = {}
     means: dict[str, list[float]] = {}
     others: list[str] = []
-    own = [task.sample_scores(record) for record in scored]
+    n = samples.n
     for metric, value in metrics.items():
-        if value is None or not scored:
+        if value is None or not n or is_count(metric):
             continue
-        values = _mean_values(own, metric, float(value))
+        values = samples.values.get(metric)
         if values is None:
             others.append(metric)
-        elif clusters is None and all(v in (0.0, 1.0) for v in values):  # 0/1 scores (a NaN is neither)
+            reliable[metric] = n >= RELIABLE_FROM["other"]
+        elif all(v in (0.0, 1.0) for v in values):
             out[metric] = _as_list(wilson95(int(sum(values)), len(values)))
+            reliable[metric] = n >= RELIABLE_FROM["wilson"]
         else:
             means[metric] = values
+            reliable[metric] = n >= RELIABLE_FROM["mean"]
     if means or others:
         import numpy as np
 
         from runner.metrics.intervals import bootstrap_means, bootstrap_statistic
     if means:
         matrix = np.array([means[m] for m in means], dtype=np.float64).T
-        for metric, interval in zip(means, bootstrap_means(matrix, clusters, n_boot, seed), strict=True):
+        for metric, interval in zip(means, bootstrap_means(matrix, None, n_boot, seed, expand=True), strict=True):
             out[metric] = _as_list(interval)
     if others:
+        records, clusters = samples.stat_records()
+
         def statistic(indices: np.ndarray[Any, Any]) -> dict[str, float | None]:
-            result = task.aggregate([scored[int(i)] for i in indices]).metrics
+            picked = [records[int(i)] for i in indices]
+            if samples.pooled:
+                result = task.aggregate(picked).metrics
+            else:  # resampled samples, reduced as the task reduces them
+                result = per_sample(task, picked, reducer=samples.reducer).metrics
             return {m: result.get(m) for m in others}
 
-        for metric, interval in bootstrap_statistic(len(scored), statistic, clusters, n_boot, seed).items():
+        for metric, interval in bootstrap_statistic(len(records), statistic, clusters, n_boot, seed,
+                                                    expand=True).items():
             out[metric] = _as_list(interval)
-    return out
+    return out, {m: r for m, r in reliable.items() if out.get(m) is not None}
 
 
-def panel_stats(scored: Sequence[Record], *, n_boot: int, seed: int) -> dict[str, Any] | None:
-    """Kappas and invalid rates of a task judged by two or more judges (None otherwise)."""
+def panel_stats(scored: Sequence[Record], *, n_boot: int, seed: int,
+                samples: Samples | None = None) -> dict[str, Any] | None:
+    """Kappas and invalid rates of a task judged by two or more judges (None otherwise); every judged reply is
+    an item, the sample (all its epochs) the unit resampled and counted in `n`."""
     names = judge_names(scored)
     if len(names) < 2:
         return None
     from runner.metrics.agreement import judge_stats
 
+    items = [r for g in samples.groups for r in g] if samples is not None else list(scored)
+    clusters = [k for k, g in zip(samples.keys, samples.groups, strict=True) for _ in g] if samples else None
     verdicts: dict[str, list[Hashable | None]] = {n: [] for n in names}
-    for record in scored:
+    for record in items:
         given = {j.get("judge"): j for j in record.get("judgements") or []}
         for name in names:
             j = given.get(name)
             ok = j is not None and j.get("status") == "ok" and j.get("verdict") is not None
             verdicts[name].append(str(j["verdict"]) if ok and j is not None else None)
-    return judge_stats(verdicts, n_boot=n_boot, seed=seed)
+    block = judge_stats(verdicts, n_boot=n_boot, seed=seed, clusters=clusters, expand=True)
+    block["reliable"] = block["n"] >= RELIABLE_FROM["kappa"]
+    return block
 
 
 def with_uncertainty(task: BaseTask, records: Sequence[Record], result: TaskResult, *, n_boot: int,
                      seed: int, epochs: int = 1) -> TaskResult:
-    """`result` with `ci` for every metric and, where two or more judges graded, `judge_stats`; with
-    several epochs, the intervals resample samples (all their epochs together: they are not independent)
-    and each metric's value on each epoch and its spread across epochs."""
+    """`result` with its epochs reduced (the task's `reducer`), `ci` and `reliable` for every metric, standard
+    errors over samples and, where two or more judges graded, `judge_stats`; with several epochs, each metric's
+    value on each epoch's records alone and its spread across epochs."""
     scored = [r for r in records if r.get("status") != "error"]
-    clusters = [str(r["id"]) for r in scored] if epochs > 1 else None
-    result = replace(result, ci=intervals(task, scored, result.metrics, n_boot=n_boot, seed=seed, clusters=clusters),
-                     judge_stats=panel_stats(scored, n_boot=n_boot, seed=seed), epochs=epochs)
+    samples = per_sample(task, scored, result.metrics)
+    ci, reliable = intervals(task, samples, n_boot=n_boot, seed=seed)
+    errs = {m: stderr(samples.values[m]) if m in samples.values else e for m, e in result.stderr.items()}
+    reducer = getattr(task, "reducer", None) or ("mean" if epochs > 1 else None)
+    out = _with_reliable(replace(result, metrics=samples.metrics, ci=ci, stderr=errs, epochs=epochs, reducer=reducer,
+                                 judge_stats=panel_stats(scored, n_boot=n_boot, seed=seed, samples=samples)),
+                         reliable)
     if epochs <= 1:
-        return result
+        return out
     per_epoch = [task.aggregate([r for r in records if int(r.get("epoch") or 0) == e]).metrics for e in range(epochs)]
-    by_epoch = {m: [p.get(m) for p in per_epoch] for m in result.metrics}
-    return replace(result, by_epoch=by_epoch, epoch_sd={m: _sd(v) for m, v in by_epoch.items()},
-                   stderr=_clustered_stderr(task, scored, result.stderr))
-
-
-def _clustered_stderr(task: BaseTask, scored: Sequence[Record], stderrs: Mapping[str, float]) -> dict[str, float]:
-    """Standard errors over the samples' means across their epochs (records of one sample are not
-    independent draws): the stderr of the per-sample means."""
-    sums: dict[str, dict[str, list[float]]] = {}
-    for record in scored:
-        for metric, value in task.sample_scores(record).items():
-            sums.setdefault(metric, {}).setdefault(str(record["id"]), []).append(float(value))
-    out = {}
-    for metric in stderrs:
-        groups = sums.get(metric)
-        if groups:
-            out[metric] = stderr([sum(v) / len(v) for v in groups.values()])
-    return out
+    by_epoch = {m: [p.get(m) for p in per_epoch] for m in out.metrics}
+    return replace(out, by_epoch=by_epoch, epoch_sd={m: _sd(v) for m, v in by_epoch.items()})
 
 
 def _sd(values: Sequence[float | None]) -> float | None:

@@ -1,4 +1,4 @@
-"""`python -m runner.audit RUN_DIR --labels FILE`: each judge, and the panel vote, against human labels.
+"""Each judge, and the panel vote, against human labels (`audit.labels=FILE`, `python -m runner.audit`).
 
 Reads a finished run's samples files (no request is sent) and a labels file (JSONL or CSV rows `id`,
 `task`, `label`), and writes `audit.json` and `audit.md` into the run dir (CONTRACT.md, "Statistics"):
@@ -13,25 +13,30 @@ A task's labels use one vocabulary, which also says what is compared:
 - pairwise: `A`/`B`/`tie` or a model's name; `A` and `B` stand for the task's model_a and model_b, as
   the records name the winner.
 Where a record has several judgements by one judge, those whose `rubric` names the vocabulary count, the
-last one deciding. The panel vote is the most common valid verdict; a tie for the most common is no vote.
+last one deciding. The panel vote of correctness labels is the task's own (`judge_voting`'s rule: each
+record's `judge_vote`); of groundedness and pairwise labels the most common valid verdict (a tie for the most
+common is no vote). With epochs the sample is the unit: each reply is compared with its sample's label, `n`
+counts samples and the interval resamples samples.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
-import sys
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from runner.errors import ConfigError, DataError, RunnerError
+from runner.errors import DataError
 from runner.metrics.agreement import cohen_kappa
+from runner.metrics.core import majority_vote
 from runner.metrics.intervals import IntArray, bootstrap_statistic
+from runner.metrics.samples import sample_key
+from runner.metrics.uncertainty import RELIABLE_FROM
 from runner.run.store import record_key, write_json
+from runner.types import Judgement
 
 Record = Mapping[str, Any]
 Labels = dict[tuple[str, str], str]
@@ -198,7 +203,8 @@ def _verdict(record: Record, judge: str, kind: str) -> Verdict:
 
 
 def _vote(judges: Sequence[str], verdicts: Sequence[Verdict]) -> Verdict:
-    """The most common valid verdict (None on a tie for the most common) and every judge's reasons."""
+    """The most common valid verdict (None on a tie for the most common) and every judge's reasons: the panel
+    vote of groundedness and pairwise labels, whose verdicts are no pass or fail."""
     valid = [(j, v, e) for j, (v, e) in zip(judges, verdicts, strict=True) if v is not None]
     counts = Counter(v for _, v, _ in valid).most_common(2)
     if not counts or (len(counts) == 2 and counts[0][1] == counts[1][1]):
@@ -206,41 +212,64 @@ def _vote(judges: Sequence[str], verdicts: Sequence[Verdict]) -> Verdict:
     return counts[0][0], " | ".join(f"{j} ({v}): {e}" for j, v, e in valid)
 
 
+def _task_vote(record: Record, judges: Sequence[str], verdicts: Sequence[Verdict]) -> Verdict:
+    """The panel vote of correctness labels, by the task's own rule: the record's `judge_vote` score (what its
+    `judge_voting` averages: a majority of passes, an invalid reply failing, or unanimity, as the task's scorer
+    says), else the majority of passes (MUGEN's rule, and a panel whose vote is `each`); None with no judgement."""
+    given = [j for j in record.get("judgements") or [] if j.get("judge") in judges]
+    if not given:
+        return None, ""
+    vote = (record.get("scores") or {}).get("judge_vote")
+    if not isinstance(vote, (int, float)) or isinstance(vote, bool):
+        vote = majority_vote([Judgement.from_dict(j).passed for j in given])
+    reasons = " | ".join(f"{j} ({v}): {e}" for j, (v, e) in zip(judges, verdicts, strict=True) if v is not None)
+    return ("correct" if vote == 1 else "incorrect"), reasons
+
+
 def _ordered(categories: Collection[str]) -> list[str]:
     """Categories in reading order: the vocabulary's, then model names, `tie` last."""
     return sorted(categories, key=lambda c: (c == TIE, ORDER.index(c) if c in ORDER else len(ORDER), c))
 
 
-def _kappa_ci(human: Sequence[str], judged: Sequence[str], n_boot: int, seed: int) -> list[float] | None:
+def _kappa_ci(human: Sequence[str], judged: Sequence[str], clusters: Sequence[str], n_boot: int,
+              seed: int) -> list[float] | None:
     if n_boot < 1:
         return None
 
     def statistic(indices: IntArray) -> dict[str, float | None]:
         return {"cohen_kappa": cohen_kappa([human[int(i)] for i in indices], [judged[int(i)] for i in indices])}
 
-    interval = bootstrap_statistic(len(human), statistic, None, n_boot, seed)["cohen_kappa"]
+    interval = bootstrap_statistic(len(human), statistic, clusters, n_boot, seed, expand=True)["cohen_kappa"]
     return None if interval is None else [interval[0], interval[1]]
 
 
 def _compare(labelled: Sequence[tuple[Record, str]], verdicts: Sequence[Verdict], n_unlabelled: int, *,
              n_boot: int, seed: int) -> dict[str, Any]:
-    """One rater against the labels, over the labelled samples it gave a valid verdict on."""
+    """One rater against the labels, over the labelled samples it gave a valid verdict on.
+
+    The sample is the unit: with epochs each of its replies is compared with its label, `n` counts samples,
+    `agreement` is the mean over samples of each one's share of agreeing replies, and kappa's interval
+    resamples samples; `confusion` counts replies."""
     rows = [(r, h, v, e) for (r, h), (v, e) in zip(labelled, verdicts, strict=True) if v is not None]
     human, judged = [h for _, h, _, _ in rows], [str(v) for _, _, v, _ in rows]
+    clusters = [sample_key(r) for r, _, _, _ in rows]
     kappa = cohen_kappa(human, judged)
     categories = _ordered(set(human) | set(judged))
     confusion = {h: dict.fromkeys(categories, 0) for h in categories}
-    for h, v in zip(human, judged, strict=True):
+    shares: dict[str, list[bool]] = {}
+    for h, v, c in zip(human, judged, clusters, strict=True):
         confusion[h][v] += 1
+        shares.setdefault(c, []).append(h == v)
     return {
-        "n": len(rows),
-        "agreement": sum(h == v for h, v in zip(human, judged, strict=True)) / len(rows) if rows else None,
+        "n": len(shares),
+        "agreement": sum(sum(s) / len(s) for s in shares.values()) / len(shares) if shares else None,
         "cohen_kappa": kappa,
-        "cohen_kappa_ci": None if kappa is None else _kappa_ci(human, judged, n_boot, seed),
+        "cohen_kappa_ci": None if kappa is None else _kappa_ci(human, judged, clusters, n_boot, seed),
+        "reliable": len(shares) >= RELIABLE_FROM["kappa"],
         "confusion": confusion,
-        "disagreements": [{"id": r.get("id"), "label": h, "verdict": v, "explanation": e}
-                          for r, h, v, e in rows if h != v],
-        "n_invalid": len(labelled) - len(rows),
+        "disagreements": [{"id": r.get("id"), **({"epoch": r["epoch"]} if r.get("epoch") else {}), "label": h,
+                           "verdict": v, "explanation": e} for r, h, v, e in rows if h != v],
+        "n_invalid": len({sample_key(r) for r, _ in labelled}) - len(shares),
         "n_unlabelled": n_unlabelled,
     }
 
@@ -257,9 +286,11 @@ def _audit_task(task: str, records: Sequence[Record], labels: Mapping[str, str],
     if given and all(v is None for vs in verdicts.values() for v, _ in vs):
         raise DataError(f"labels: task {task} has {kind} labels, but its judges' verdicts are "
                         f"{', '.join(given[:6])}; label it in its judges' vocabulary ({VOCABULARY})")
-    panel = [_vote(judges, [verdicts[j][i] for j in judges]) for i in range(len(labelled))]
-    n_unlabelled = len(records) - len(labelled)
-    unmatched = sorted(set(labels) - {record_key(r["id"]) for r in records})
+    vote = _task_vote if kind == CORRECTNESS else (lambda _r, js, vs: _vote(js, vs))
+    panel = [vote(r, judges, [verdicts[j][i] for j in judges]) for i, (r, _) in enumerate(labelled)]
+    samples = {sample_key(r) for r in records}
+    n_unlabelled = len(samples - {sample_key(r) for r, _ in labelled})
+    unmatched = sorted(set(labels) - samples)
     return {
         "kind": kind,
         "n_labels": len(labels),
@@ -305,8 +336,9 @@ def _cell(value: Any, width: int = 300) -> str:
 
 def _markdown(result: Mapping[str, Any]) -> str:
     lines = ["# Judge audit against human labels", "",
-             f"Cohen's kappa intervals: 95 % percentile bootstrap, {result['n_boot']} resamples, seed "
-             f"{result['seed']}. `n` counts the labelled samples with a valid verdict (or vote); `invalid` "
+             f"Cohen's kappa intervals: 95 % expanded percentile bootstrap over samples, {result['n_boot']} "
+             f"resamples, seed {result['seed']} (*: below the n at which it holds its coverage, "
+             "docs/statistics.md). `n` counts the labelled samples with a valid verdict (or vote); `invalid` "
              "the labelled ones without.", ""]
     if result["unmatched_tasks"]:
         lines += [f"Labels of tasks the run does not have: {', '.join(result['unmatched_tasks'])}.", ""]
@@ -320,7 +352,8 @@ def _markdown(result: Mapping[str, Any]) -> str:
         for name, r in raters.items():
             ci = r["cohen_kappa_ci"]
             lines.append(f"| {_cell(name)} | {r['n']} | {_cell(r['agreement'])} | {_cell(r['cohen_kappa'])} | "
-                         f"{'' if ci is None else f'[{ci[0]:.3f}, {ci[1]:.3f}]'} | {r['n_invalid']} |")
+                         f"{'' if ci is None else f'[{ci[0]:.3f}, {ci[1]:.3f}]'}"
+                         f"{'' if ci is None or r.get('reliable', True) else '*'} | {r['n_invalid']} |")
         for name, r in raters.items():
             columns = list(r["confusion"])
             lines += ["", f"### {_cell(name)}: confusion (rows: human, columns: {_cell(name)})", "",
@@ -358,35 +391,3 @@ def audit_run(records: Mapping[str, Sequence[Record]], labels_path: Path | str, 
     """Read the labels (model names of the run's pairwise tasks accepted), audit, write both files."""
     labels = read_labels(labels_path, models=pairwise_models(records))
     return write_audit(audit(records, labels, n_boot=n_boot, seed=seed), run_dir)
-
-
-def main(argv: list[str] | None = None, prog: str = "python -m runner.audit") -> int:
-    """CLI entry point: audit a finished run dir and print the two files' paths."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--labels", type=Path, required=True, help="JSONL or CSV with columns id, task, label")
-    parser.add_argument("--n-boot", type=int, default=None,
-                        help="bootstrap resamples for kappa's interval (default: the run's stats.n_boot)")
-    args = parser.parse_args(argv)
-    try:
-        if args.n_boot is not None and args.n_boot < 0:
-            raise ConfigError(f"--n-boot is {args.n_boot}; give 0 (no interval) or more resamples")
-        from omegaconf import OmegaConf
-
-        from runner.run.rescore import load_run
-
-        cfg, _, records = load_run(args.run_dir)
-        seed = int(OmegaConf.select(cfg, "seed", default=0) or 0)
-        n_boot = args.n_boot if args.n_boot is not None else int(OmegaConf.select(cfg, "stats.n_boot",
-                                                                                   default=1000))
-        paths = audit_run(records, args.labels, args.run_dir, n_boot=n_boot, seed=seed)
-    except (RunnerError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    for path in paths:
-        print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,18 +2,17 @@
 
 Per task, its headline metric (the first metric the task reports in results.json) and each pair of jobs
 that ran it: `diff` = model_a's value - model_b's over the samples both have (paired by sample id), with
-`runner.metrics.paired.paired_difference` (exact McNemar test for 0/1 scores, else a paired bootstrap),
-`n_boot` and `seed` from model_a's job config. Per-sample values are the records' own values of the
-metric (`Task.sample_scores`, read back with `runner.run.rescore.load_run`); a task whose headline metric has
-none (corpus BLEU, win rates, VAKRA's domain mean, ...) is skipped with a note. Never raises on a run it
-cannot read: it notes it and goes on.
+`runner.metrics.paired.paired_difference` (exact McNemar test and its matching interval for 0/1 scores, else
+a paired bootstrap interval and the p-value that inverts it), `n_boot` and `seed` from model_a's job config.
+Per-sample values are `runner.metrics.samples.per_sample`'s (each sample once, its epochs reduced by the
+task's reducer; runs read back with `runner.run.rescore.load_run`); a task whose headline metric has none
+(corpus BLEU, win rates, VAKRA's domain mean, ...) is skipped with a note. Never raises on a run it cannot
+read: it notes it and goes on.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from itertools import combinations
@@ -22,7 +21,10 @@ from typing import Any
 
 log = logging.getLogger("runner.report")
 
-PAIR_COLUMNS = ["task", "metric", "model_a", "model_b", "n", "diff", "ci_low", "ci_high", "p_value", "test"]
+PAIR_COLUMNS = ["task", "metric", "model_a", "model_b", "n", "diff", "ci_low", "ci_high", "p_value", "test",
+                "ci_method", "reliable", "note"]
+"""The contract's columns, then how the interval was made, whether its coverage holds at this n, and a note
+where the interval and the p-value disagree about 0 (runner/metrics/paired.py)."""
 FEW = 10
 """Below this many paired samples a difference says nothing: pairs.md says so."""
 
@@ -82,19 +84,19 @@ class _SampleScores:
                 int(OmegaConf.select(cfg, "seed", default=0) or 0))
 
     def values(self, run_dir: Path, task: str, metric: str) -> dict[str, float] | None:
-        """{sample id: value} over the task's scored samples; None when no sample has a value of `metric`."""
+        """{sample: value} over the task's scored samples, each sample once (its epochs reduced by the task's
+        reducer: runner/metrics/samples.py); None when `metric` has no per-sample value."""
+        from runner.metrics.samples import per_sample
+
         _, tasks = self._load(run_dir)
         if task not in tasks:
             raise _Unavailable(f"no samples/{task}.jsonl")
         built, records = tasks[task]
-        out: dict[str, float] = {}
-        for record in records:
-            if record.get("status") == "error":
-                continue
-            value = built.sample_scores(record).get(metric)
-            if isinstance(value, (int, float)) and math.isfinite(value):
-                out[json.dumps(record.get("id"), sort_keys=True, default=str)] = float(value)
-        return out or None
+        samples = per_sample(built, records)
+        values = samples.values.get(metric)
+        if not values:
+            return None
+        return dict(zip(samples.keys, values, strict=True))
 
 
 def _headline(block: dict[str, Any]) -> str | None:
@@ -175,9 +177,12 @@ def markdown(rows: list[dict[str, Any]], notes: list[str], chart: Path | None) -
     """pairs.md: the table, how to read it, and the notes."""
     lines = ["# Paired comparisons", "",
              "Per task, its headline metric (the first it reports) and each pair of models: `diff` = model_a − "
-             "model_b over the `n` samples both have, with a 95 % percentile bootstrap interval of the paired "
-             "differences; `p` is the exact McNemar test for 0/1 scores, else a two-sided paired bootstrap test "
-             "(`stats.n_boot` resamples, seeded with `seed`, from model_a's job).", ""]
+             "model_b over the `n` samples both have (each sample once: with epochs, its value over them as the "
+             "task reduces them). Interval and p come from one family, so they agree about 0: for 0/1 scores the "
+             "exact McNemar test and the interval it inverts (`mcnemar_exact`); otherwise the expanded percentile "
+             "bootstrap of the paired differences and the p-value that inverts it (`paired_bootstrap`, "
+             "`stats.n_boot` resamples, seeded with `seed`, from model_a's job). `unreliable`: below the n at which "
+             "the interval holds its coverage (docs/statistics.md).", ""]
     if rows:
         lines += ["| task | metric | model_a | model_b | n | diff | 95 % CI | p | test |",
                   "|---|---|---|---|---|---|---|---|---|"]
@@ -185,6 +190,7 @@ def markdown(rows: list[dict[str, Any]], notes: list[str], chart: Path | None) -
             ci = "—" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
             diff = "—" if r["diff"] is None else f"{r['diff']:+.3f}"
             few = " (too few)" if r["n"] < FEW else ""
+            few += "" if r.get("reliable", True) else " unreliable"
             lines.append(f"| {r['task']} | {r['metric']} | {r['model_a']} | {r['model_b']} | {r['n']}{few} | "
                          f"{diff} | {ci} | {_fmt(r['p_value'], 4)} | {r['test']} |")
     else:
@@ -193,4 +199,7 @@ def markdown(rows: list[dict[str, Any]], notes: list[str], chart: Path | None) -
         lines += ["", f"![differences with their 95 % intervals]({chart.name})"]
     if notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
+    edge = [f"- `{r['task']}` {r['model_a']} vs {r['model_b']}: {r['note']}." for r in rows if r.get("note")]
+    if edge:
+        lines += ([] if notes else ["", "## Notes", ""]) + edge
     return "\n".join(lines) + "\n"

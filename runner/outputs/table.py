@@ -18,17 +18,34 @@ def rows(results: Mapping[str, Any]) -> list[Row]:
     out: list[Row] = []
     for task, block in (results.get("tasks") or {}).items():
         intervals = block.get("ci") or {}
+        reliable = block.get("reliable") or {}
         counts = tuple(str(block.get(k, "")) for k in ("n", "n_invalid", "n_errors"))
-        lines = [(metric, value, intervals.get(metric)) for metric, value in (block.get("metrics") or {}).items()]
+        lines = [(metric, value, intervals.get(metric), reliable.get(metric, True))
+                 for metric, value in (block.get("metrics") or {}).items()]
         stats = block.get("judge_stats")
         if isinstance(stats, Mapping) and "fleiss_kappa" in stats:  # the panel's reliability
-            lines.append(("fleiss_kappa", stats.get("fleiss_kappa"), stats.get("fleiss_kappa_ci")))
-        for i, (metric, value, interval) in enumerate(lines):
+            lines.append(("fleiss_kappa", stats.get("fleiss_kappa"), stats.get("fleiss_kappa_ci"),
+                          stats.get("reliable", True)))
+        for i, (metric, value, interval, sure) in enumerate(lines):
             shown = counts if i == 0 else ("", "", "")
             if metric == "fleiss_kappa" and i and isinstance(stats, Mapping):  # over the samples all judges read
                 shown = (str(stats.get("n", "")), "", "")
-            out.append((task if i == 0 else "", metric, number(value), interval_text(interval), *shown))
+            text = interval_text(interval)
+            out.append((task if i == 0 else "", metric, number(value),
+                        text + (UNRELIABLE if sure is False and text != "—" else ""), *shown))
     return out
+
+
+UNRELIABLE = " *"
+"""After an interval whose method does not hold its 95 % coverage at the task's n (results.json `reliable`)."""
+
+
+def unreliable_note(cells: list[Row]) -> str | None:
+    """The line under a table with an interval marked `UNRELIABLE`."""
+    if not any(row[3].endswith(UNRELIABLE) for row in cells):
+        return None
+    return ("* too few samples for this interval to hold its 95 % coverage (docs/statistics.md): read it as a "
+            "rough range")
 
 
 def title(results: Mapping[str, Any]) -> str:
@@ -73,6 +90,9 @@ def print_table(results: Mapping[str, Any], file: TextIO | None = None, width: i
     else:
         for line in stacked(results, cells, out.width):
             out.print(line, markup=False, highlight=False, soft_wrap=True)
+    note = unreliable_note(cells)
+    if note:
+        out.print(note, markup=False, highlight=False)
     demo = sorted(set(results.get("demo_endpoints") or []))
     if demo:
         out.print(demo_caveat(demo), markup=False, highlight=False)

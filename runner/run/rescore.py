@@ -67,6 +67,8 @@ class Selection:
     tasks: list[BaseTask]
     loaded: dict[str, Loaded]
     records: dict[str, list[dict[str, Any]]]
+    model: Any = None
+    """The model entry the run was built with (each task's effective request params come from it)."""
     left_out: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per samples file, the latest records not scored: `other_configuration` (their sample is selected, with
     another fingerprint) and `not_selected` (their sample or task is not in the run's selection)."""
@@ -96,7 +98,7 @@ def select(run_dir: Path) -> Selection:
         wanted[job.task.name][record_key(job.sample.id, job.epoch)] = job.fingerprint
     store = SampleStore(run_dir)
     tasks = [t for t in built.tasks if store.path(t.name).exists()]
-    out = Selection(cfg, built.benchmark, tasks, planned.loaded, {})
+    out = Selection(cfg, built.benchmark, tasks, planned.loaded, {}, model=built.model)
     for task in tasks:
         fingerprints = wanted[task.name]
         for bad_id, _ in planned.loaded[task.name].bad:  # their error records carry no fingerprint
@@ -133,11 +135,18 @@ def rescored(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, d
     cfg, tasks, records = sel.cfg, sel.tasks, sel.records
     seed, n_boot = int(cfg.get("seed", 0)), int(OmegaConf.select(cfg, "stats.n_boot", default=1000))
     epochs = int(cfg.get("epochs", 1) or 1)
+    # Reduced, with intervals, as the run made them (runner/run/pipeline.py): the same numbers from disk.
     results = {t.name: replace(with_uncertainty(t, records[t.name], t.aggregate(records[t.name]), n_boot=n_boot,
                                                 seed=seed, epochs=epochs),
-                               data=sel.loaded[t.name].data) for t in tasks}
+                               data=sel.loaded[t.name].data, params=_params(t, sel.model)) for t in tasks}
     return ({name: r.to_dict() for name, r in results.items()}, sel.benchmark.summary(tasks, results),
             sel.left_out)
+
+
+def _params(task: BaseTask, model: Any) -> dict[str, Any] | None:
+    """The task's effective request params, as the run records them (None for a task whose class says none)."""
+    made = getattr(task, "model_params", None)
+    return None if made is None else made(model)
 
 
 def left_out_line(left_out: dict[str, dict[str, int]]) -> str | None:

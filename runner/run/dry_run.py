@@ -21,9 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from runner.models.batch_costs import batch_prices
 from runner.models.litellm_model import Endpoint, count_tokens
 from runner.models.replay import ReplayEndpoint
 from runner.run.build import PREFLIGHT, Built
@@ -111,6 +113,11 @@ class _Estimator:
         self.reply_caps: set[int] = set()
         self.prices: dict[str, Price | None] = {e.name: e.price if e.price_known() else None
                                                  for e in built.endpoints()}
+        # An entry with `batch` is planned at both prices: the one it will pay (batch: true at batch prices) and
+        # the other (docs/batch.md).
+        self.other: dict[str, tuple[Price | None, Tally]] = {
+            e.name: (partial(e.price, batch=not e.batching) if e.price_known() else None, Tally())
+            for e in built.endpoints() if e.batch}
 
     def tally(self, task: BaseTask, endpoint: Endpoint) -> Tally:
         return self.tallies.setdefault((task.name, endpoint.name), Tally())
@@ -142,6 +149,9 @@ class _Estimator:
             cap = output_cap(endpoint, task.params if call.role == "model" else None)
             self.tally(task, endpoint).add(tokens, cap, self.prices[endpoint.name], calls=call.calls,
                                            estimated=call.holds_reply)
+            if endpoint.name in self.other:
+                price, other = self.other[endpoint.name]
+                other.add(tokens, cap, price, calls=call.calls, estimated=call.holds_reply)
             if not call.exact:
                 self.approximate.add(task.name)
 
@@ -181,6 +191,12 @@ def dry_run(built: Built, planned: Plan, run_dir: Path, cfg: Any, preflight: Seq
             rows.append(_row(task, name, tally))
     rows += [_row(ALL, name, tally) for name, tally in totals.items()]
     blocks = {name: _endpoint_block(tally) for name, tally in totals.items()}
+    for name, (_, other) in estimator.other.items():  # preflight requests are left out: batches skip them
+        mine, theirs = blocks[name]["cost_usd"], other.cost_max
+        batching = endpoints[name].batching
+        blocks[name]["batch"] = {"mode": str(endpoints[name].batch).lower(),
+                                 "cost_usd_batch": mine if batching else theirs,
+                                 "cost_usd_direct": theirs if batching else mine}
     todo = {task.name: 0 for task in built.tasks}
     for job in planned.jobs:
         todo[job.task.name] += 1
@@ -217,6 +233,13 @@ def _notes(estimator: _Estimator, planned: Plan, totals: Mapping[str, Tally],
         notes.append("approximate counts for " + ", ".join(sorted(estimator.approximate))
                      + ": the dry run does not render these tasks' own prompts (the question stands for them; "
                      "no audio is counted), and counts every rubric a judge may be asked (an upper bound)")
+    for name, (_, other) in estimator.other.items():
+        e = endpoints[name]
+        notes.append(f"{name} has batch: {str(e.batch).lower()}: "
+                     + (f"priced at batch prices ({batch_prices(e)[1]}); directly it would cost at most "
+                        f"{_usd(other.cost_max)}" if e.batching else
+                        f"priced at direct prices; where its provider has a batch API it costs at most "
+                        f"{_usd(other.cost_max)} ({batch_prices(e)[1]})"))
     unpriced = [f"{n} ({endpoints[n].model})" for n, t in totals.items() if t.requests and estimator.prices[n] is None]
     if unpriced:
         notes.append("no known price for " + ", ".join(unpriced) + ": set pricing: {input_per_mtok: X, "

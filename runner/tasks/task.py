@@ -10,6 +10,7 @@ specs:
     scorers:                                           # a list, or named: {numeric: {...}, ...}
       - {_target_: runner.scorers.numeric.Numeric, rel_tol: 0.01}
     metrics: [mean:accuracy]                           # default: what the scorers give
+    reducer: mode                                      # with epochs>1: how a sample's epochs combine (default mean)
 ```
 Templates are found in `prompt_dir`, then beside the data (`benchmark.data_dir`), or written inline.
 """
@@ -27,6 +28,7 @@ from runner.config import instantiate, plain
 from runner.errors import ConfigError
 from runner.metrics.named import Aggregation, aggregation
 from runner.metrics.results import task_result
+from runner.metrics.samples import check_reducer
 from runner.tasks.base import BaseTask, Context, PlannedCall, require, sample_id
 from runner.types import Sample, SampleRecord, Scored, Solved, TaskResult
 
@@ -78,10 +80,12 @@ class Task(BaseTask):
                  metrics: Sequence[str] | None = None, headline: str | None = None,
                  dataset: str | None = None, split: str = "train", num_fewshot: int = 0,
                  params: Mapping[str, Any] | None = None, prompt_dir: str | None = None,
-                 revision: str | None = None) -> None:
+                 revision: str | None = None, reducer: str | None = None) -> None:
         super().__init__(name, dataset=dataset, split=split, num_fewshot=num_fewshot, params=params,
                          revision=revision)
         where = f"benchmark.specs.{name}"
+        self.reducer = check_reducer(reducer, f"{where}.reducer")
+        """How a sample's epochs combine before its metrics (runner/metrics/samples.py); None: `mean`."""
         self.fields = dict(plain(fields) or {"input": "question", "target": "answer"})
         for key in ("input", "target"):
             if key not in self.fields:
@@ -115,6 +119,25 @@ class Task(BaseTask):
             _known_scores(self.aggregations, specs, [n for names in declared.values() for n in names],
                           f"{where}.metrics")
         self.headline = self._headline or (self.aggregations[0].headline() if self.aggregations else "accuracy")
+        self._check_reducer(where)
+
+    def _check_reducer(self, where: str) -> None:
+        """A reducer of scores cannot combine metrics that count answers; `mode` needs a scorer that reads one."""
+        if self.reducer is None or self.reducer == "mean":
+            return
+        if self.reducer == "mode":
+            from runner.scorers.choice import Choice
+            from runner.scorers.numeric import Numeric
+
+            if not any(isinstance(s, (Choice, Numeric)) or getattr(s, "reads_answer", False)
+                       for s in self.scorers.values()):
+                raise ConfigError(f"{where}.reducer: mode votes on the answers a scorer reads (choice, numeric), "
+                                  "and this task's scorers read none; use mean, max, min, median or pass_at_k")
+            return
+        for agg in self.aggregations:
+            if not getattr(agg, "reducible", True):
+                raise ConfigError(f"{where}.reducer: {self.reducer} combines scores, but {type(agg).__name__} "
+                                  f"counts answers (precision, recall, F1); use mode or mean")
 
     def check_sample(self, sample: Sample) -> None:
         """ValueError when a scorer could not score any reply to `sample` (runner/run/pipeline.py records it as a
@@ -140,7 +163,11 @@ class Task(BaseTask):
                       metadata={"row": dict(row)})
 
     def fingerprint_parts(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> dict[str, Any]:
-        return {**super().fingerprint_parts(sample, shots, ctx), "prompt": self.solver.messages(sample, shots)}
+        parts = super().fingerprint_parts(sample, shots, ctx)
+        if isinstance(parts.get("task"), Mapping) and "reducer" in parts["task"]:
+            # The reducer combines finished records; it decides none of them, so a changed one asks nothing again.
+            parts["task"] = {k: v for k, v in parts["task"].items() if k != "reducer"}
+        return {**parts, "prompt": self.solver.messages(sample, shots)}
 
     def sample_scores(self, record: Mapping[str, Any]) -> dict[str, float]:
         return {k: v for a in self.aggregations for k, v in a.per_sample(record).items()}
@@ -189,7 +216,7 @@ class Task(BaseTask):
         # The headline first: "the first metric the task reports" is what a sweep's pairs compare.
         keys = sorted((k for a in self.aggregations for k in a.keys(scored)), key=lambda k: k != self.headline)
 
-        def metrics(ok: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+        def metrics(ok: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
             values = {k: v for a in self.aggregations for k, v in a.compute(ok).items()}
             return {k: values[k] for k in sorted(values, key=lambda k: k != self.headline)}
 

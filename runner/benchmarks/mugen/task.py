@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -28,6 +27,7 @@ from runner.errors import ConfigError
 from runner.judges.panel import json_schema_format
 from runner.metrics.core import majority_vote, mean
 from runner.metrics.results import task_result
+from runner.metrics.samples import mode_answer
 from runner.run.store import record_key
 from runner.tasks.base import BaseTask, Context, PlannedCall
 from runner.tasks.templates import check, render
@@ -66,6 +66,9 @@ class MugenTask(BaseTask):
         self.strict = bool(strict)
         self.self_consistency = int(self_consistency)
         self.seeded = self.self_consistency > 1  # its candidate orders are shuffled from the seed
+        self.reducer = "mode" if self.self_consistency > 1 else None
+        """Self-consistency is the `mode` reducer (runner/metrics/samples.py) over k shuffled asks of one record:
+        results.json says `reducer: mode`; with epochs, a sample's epochs vote the same way."""
         self.answer_hint = bool(answer_hint)
         self.judge_dir, self.judge_file = PROMPTS, "judge.j2"
         if judge_prompt:
@@ -155,8 +158,7 @@ class MugenTask(BaseTask):
         outs = await asyncio.gather(*(ctx.model.complete(m, params=self.params) for m, _ in built))
         votes = [letter_in_original_order(read_choice(o.text, len(candidates)), order)
                  for o, order in zip(outs, orders, strict=True)]
-        counted = Counter(v for v in votes if v is not None)
-        winner = counted.most_common(1)[0][0] if counted else None
+        winner = mode_answer(votes)  # the mode reducer's vote: ties to the first reached, no choice no vote
         response = (f"({winner})" if winner else
                     f"No option: none of the {len(outs)} replies named a single clip.")
         generations = [{"order": [chr(ord("A") + j) for j in order], "response": o.text, "choice": v}

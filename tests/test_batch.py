@@ -275,3 +275,13 @@ def test_schema_defaults_are_the_call_layers():
     assert (defaults["batch"], defaults["batch_size"], defaults["batch_wait"]) == \
         (False, DEFAULT_BATCH_SIZE, DEFAULT_BATCH_WAIT_S)
     assert Path(JOURNAL).name == "batches.jsonl"
+
+
+def test_an_agents_turns_offering_tools_go_directly_at_the_direct_price(tmp_path):
+    tools = [{"type": "function", "function": {"name": "look", "parameters": {"type": "object", "properties": {}}}}]
+    with FakeLLM(default="done") as srv:
+        e = endpoint(srv, pricing={"input_per_mtok": 1_000_000, "output_per_mtok": 3_000_000})
+        open_batches([e], tmp_path)
+        out = asyncio.run(e.complete(user("q one"), tools=tools))
+        assert out.text == "done" and srv.count == 1 and not srv.batch_lines
+    assert out.usage.cost == pytest.approx(2 * 1.0 + 1 * 3.0)  # 2 words in, 1 out, at the entry's direct prices

@@ -95,7 +95,7 @@ class Batcher:
             held = await budget.reserve(worst, e.name)  # BudgetStop: not sent
         try:
             resp, owner = await self.ask(req, key)
-            out, litellm_cost = e._output(resp, self.litellm, shared=not owner)
+            out, litellm_cost = e._output(resp, self.litellm, batch="owned" if owner else "shared")
         except BaseException:
             if budget is not None and held is not None:
                 budget.release(held)

@@ -4,8 +4,8 @@ Every call goes through `Endpoint.complete`: requests in flight per entry that f
 limits (limiter.py), bounded retries with exponential backoff and jitter that honour Retry-After (429s
 slow the endpoint instead of using up a request's retries), a per-attempt timeout, the run's budget, the
 on-disk response cache (errors are never stored), and accounting (runner/models/accounting.py): a reply costs
-litellm's cost of it, or the entry's `pricing`; an unknown price is None, never 0; cache hits cost 0. With `batch`
-the requests go through the provider's batch API instead (runner/models/batch.py), at batch prices.
+litellm's cost of it, or the entry's `pricing`; an unknown price is None, never 0; cache hits cost 0. With `batch`,
+through the provider's batch API instead (runner/models/batch.py), at batch prices.
 """
 
 from __future__ import annotations
@@ -16,20 +16,14 @@ import os
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from runner.config.redact import redact_text
 from runner.errors import CallError, EndpointError, repeating_fault
-from runner.models import failures
+from runner.models import batch_costs, failures
 from runner.models.accounting import Stats, money, parse_pricing, priced, response_cost, token_count
 from runner.models.batch import Batcher
-from runner.models.batch_costs import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_BATCH_WAIT_S,
-    batch_price,
-    batch_usage,
-    check_batch_keys,
-)
 from runner.models.budget import Budget, worst_case
 from runner.models.cache import ResponseCache, request_key
 from runner.models.direct_calls import DirectCalls
@@ -96,15 +90,14 @@ class Endpoint:
     """Why the endpoint stopped the run (EndpointError): calls that get a slot afterwards send nothing."""
     _direct: DirectCalls = field(default_factory=DirectCalls, repr=False)
     """The request shapes whose calls skip acompletion's per-call set-up (direct_calls.py)."""
-    batch: Any = False
-    """True, False or "auto": send through the provider's batch API (runner/models/batch_setup.py)."""
-    batch_size: int = DEFAULT_BATCH_SIZE
-    batch_wait: float = DEFAULT_BATCH_WAIT_S
+    batch: Any = False  # True, False or "auto": through the provider's batch API (runner/models/batch_setup.py)
+    batch_size: int = batch_costs.DEFAULT_BATCH_SIZE
+    batch_wait: float = batch_costs.DEFAULT_BATCH_WAIT_S
     _batcher: Batcher | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._prices = parse_pricing(self.pricing, self.name)
-        check_batch_keys(self)
+        batch_costs.check_batch_keys(self)
 
     def describe(self, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Who answers and how, for the records' fingerprints: name, model, address and the effective params
@@ -166,7 +159,8 @@ class Endpoint:
                                    finish_reason=hit.get("finish_reason"),
                                    tool_calls=tuple(hit.get("tool_calls") or ()),
                                    usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=0.0, cached=True))
-        out, litellm_cost = await (self._call_with_retries(req) if self._batcher is None else
+        # An agent's turns (requests offering tools) go directly: each waits for the last (docs/batch.md).
+        out, litellm_cost = await (self._call_with_retries(req) if self._batcher is None or req.get("tools") else
                                    self._batcher.send(req, key or request_key(self.identity(req))))
         if self.cache is not None:
             self.cache.put(key, {"text": out.text, "model": out.model, "finish_reason": out.finish_reason,
@@ -182,8 +176,8 @@ class Endpoint:
         attempt = limited = 0
         last: BaseException | None = None
         budget = self.budget if self.budget is not None and self.budget.limited else None
-        worst = worst_case(req, self.name, self.price, lambda: count_tokens(self.model, req["messages"],
-                                                                             req.get("tools"))) if budget else 0.0
+        worst = worst_case(req, self.name, partial(self.price, batch=False),  # sent directly: the direct price
+                           lambda: count_tokens(self.model, req["messages"], req.get("tools"))) if budget else 0.0
         held: float | None = None  # the budget's reservation for this request, held through its retries
         # A request keeps its slot through its retries (a failing server gets no more load than the
         # level allows), except after a 429, when it gives the slot back and queues again. It reserves
@@ -330,11 +324,11 @@ class Endpoint:
             return None
         return " or ".join(keys)
 
-    def _output(self, resp: Any, litellm: Any, shared: bool = False) -> tuple[ModelOutput, float | None]:
-        """The reply, and litellm's cost of it (None: unknown) for the cache; accounted in the stats (`shared`: a
-        batch's reply to a request another caller asked, as a cache hit). A reply is untrusted text: no usable
-        message is MalformedReply (retried), lone surrogates become U+FFFD and impossible token counts count 0
-        with an unknown cost, each with a note in the sample's record."""
+    def _output(self, resp: Any, litellm: Any, batch: str = "") -> tuple[ModelOutput, float | None]:
+        """The reply, and litellm's cost of it (None: unknown) for the cache; accounted in the stats (`batch`: "owned"
+        for a batch's reply at batch prices, "shared" for one another caller asked, as a cache hit). A reply is
+        untrusted text: no usable message is MalformedReply (retried), lone surrogates become U+FFFD and impossible
+        token counts count 0 with an unknown cost, each with a note in the sample's record."""
         choice = failures.chat_choice(resp)
         text, replaced = clean_text(getattr(choice.message, "content", None) or "")
         calls = [clean_strings(call) for call in requested_calls(choice.message)]
@@ -348,11 +342,13 @@ class Endpoint:
         pt, ct = counts["prompt_tokens"] or 0, counts["completion_tokens"] or 0
         wrong = ", ".join(f"{k}={reported[k]!r}" for k, v in counts.items() if v is None)
         litellm_cost = None if wrong else response_cost(resp, self.model, litellm.completion_cost)
-        cost = None if wrong else self.price(pt, ct) if self._prices is not None or self.batching else litellm_cost
+        cost = None if wrong else self.price(pt, ct, batch=bool(batch)) if self._prices is not None or batch else \
+            litellm_cost
         if wrong:  # litellm priced those numbers (a negative cost); no number of tokens is known, so no cost is
             note(f"{self.name} reported {wrong}, which no call can have: counted as 0 tokens, the cost as unknown")
             log.warning("%s reported %s: counted as 0 tokens and an unknown cost (a note in the record)",
                         self.name, wrong)
+        shared = batch == "shared"
         self.stats.cached(pt, ct, cost, final=True) if shared else self.stats.reply(pt, ct, cost)
         self.served_models.add(served)
         # A record's usage holds a number (0 for an unknown price); results.json's usage says null.
@@ -371,7 +367,7 @@ class Endpoint:
         batch prices when it goes in a batch (`batch`, else `batching`); decided without a request (for plans,
         budgets, and cache hits stored without their cost)."""
         if self.batching if batch is None else batch:
-            return batch_price(self, prompt_tokens, completion_tokens)
+            return batch_costs.batch_price(self, prompt_tokens, completion_tokens)
         if self._prices is not None:
             return priced(self._prices, prompt_tokens, completion_tokens)
         litellm = _import_litellm()
@@ -392,7 +388,8 @@ class Endpoint:
         """The results.json counts of this endpoint (runner/models/accounting.py `Stats.to_dict`)."""
         self.stats.settle(self.price)
         limiter = self._limiter
-        return {**self.stats.to_dict(), **batch_usage(self), "rate_limited": limiter.rate_limited if limiter else 0,
+        return {**self.stats.to_dict(), **batch_costs.batch_usage(self),
+                "rate_limited": limiter.rate_limited if limiter else 0,
                 "concurrency": {"ceiling": int(self.concurrency), "adaptive": self.adaptive,
                                 "final": limiter.current if limiter else None,
                                 "lowest": int(limiter.lowest) if limiter else None,

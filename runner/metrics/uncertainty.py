@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import field, fields, make_dataclass, replace
+from dataclasses import dataclass, field, fields, make_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from runner.metrics.core import stderr
@@ -39,7 +39,15 @@ RELIABLE_FROM = {"wilson": 5, "mean": 100, "other": 10, "kappa": 30}
 bench/bench_coverage.py, over n = 5, 10, 30, 100 (docs/statistics.md); below it, `reliable` is false."""
 
 
-_WITH_RELIABLE: dict[type, type] = {}
+@dataclass
+class TaskResultWithReliable(TaskResult):
+    """A TaskResult with `reliable` beside `ci` (a module-level class, so it pickles)."""
+
+    reliable: dict[str, bool] = field(default_factory=dict)
+    """Per metric with an interval: whether its method holds 95 % coverage at this n."""
+
+
+_WITH_RELIABLE: dict[type, type] = {TaskResult: TaskResultWithReliable}
 
 
 def _with_reliable(result: TaskResult, reliable: dict[str, bool]) -> TaskResult:
@@ -53,9 +61,10 @@ def _with_reliable(result: TaskResult, reliable: dict[str, bool]) -> TaskResult:
         return replace(result, reliable=reliable)  # type: ignore[call-arg]
     made = _WITH_RELIABLE.get(cls)
     if made is None:
-        made = make_dataclass(cls.__name__, [("reliable", dict, field(default_factory=dict))], bases=(cls,))
-        made.__module__, made.__doc__ = cls.__module__, cls.__doc__
-        _WITH_RELIABLE[cls] = made
+        name = f"{cls.__name__}WithReliable"
+        made = make_dataclass(name, [("reliable", dict, field(default_factory=dict))], bases=(cls,))
+        made.__module__, made.__doc__ = __name__, cls.__doc__
+        globals()[name] = _WITH_RELIABLE[cls] = made  # found by name, so it pickles once it has been made
     values = {f.name: getattr(result, f.name) for f in fields(result) if f.init}
     out: TaskResult = made(**values, reliable=reliable)
     return out

@@ -272,6 +272,7 @@ SUBCOMMANDS = {
     "rejudge": ("runner.rejudge", "DIR judges=...", "judge a run's recorded replies again with another panel"),
     "audit": ("runner.audit", "DIR --labels FILE", "the judges and the panel vote against human labels"),
     "report": ("runner.report", "DIR", "a sweep's (or a folder's) comparison and paired tests"),
+    "status": ("runner.models.batch_journal", "DIR", "a batch run's provider batches as last polled; sends nothing"),
 }
 """`runner NAME ...` runs the module's own command line (also `python -m MODULE ...`): what a tool install
 (pipx, uv tool) puts on PATH is this one command."""

@@ -22,19 +22,6 @@ from fake_llm import FakeLLM
 from runner.models import batch as batch_module
 from runner.models.batch_journal import JOURNAL, describe
 
-
-def _wired() -> bool:
-    """Whether the run reads the entries' batch keys and opens batches (runner/models/entries.py, run/app.py)."""
-    from runner.models.entries import endpoint_from_config
-    from runner.run import app
-
-    built = endpoint_from_config({"name": "x", "model": "openai/x", "batch": True}, None)
-    return built.batch is True and hasattr(app, "open_batches")
-
-
-pytestmark = pytest.mark.skipif(not _wired(), reason="issue 36's wiring of entries.py, run/app.py and run/jobs.py "
-                                "is not applied yet (the lead's integration)")
-
 PRICES = "pricing:{input_per_mtok:1000000,output_per_mtok:3000000}"
 """$1 and $3 a token: every cost an exact number, and its half too."""
 
@@ -133,7 +120,7 @@ def test_a_runner_killed_mid_poll_resumes_its_batch_and_submits_no_request_twice
         os.kill(proc.pid, signal.SIGKILL)  # mid-poll: the batch was created and polled
         proc.wait()
         assert not (run_dir / "results.json").exists() and len(srv.batches) == 1
-        status = cli([str(run_dir)], module="runner.models.batch_journal")  # `runner status RUN_DIR`: sends nothing
+        status = cli(["status", str(run_dir)], module="runner")  # `runner status RUN_DIR`: sends nothing
         assert status.returncode == 0 and "batch_0001  fake-model  4 request(s)  in_progress" in status.stdout
         assert "1 not finished" in status.stdout and len(srv.batch_lines) == 4
         srv.batch_hold = False

@@ -30,7 +30,8 @@ def endpoint_from_config(cfg: dict[str, Any], cache: ResponseCache | None,
                     run_params=dict(run_params or {}),
                     timeout=float(entry["timeout"]), max_retries=int(entry["max_retries"]), cache=cache,
                     backoff_base=float(entry["backoff"]), origin=entry.get("origin"),
-                    adaptive=bool(entry["adaptive"]), pricing=entry["pricing"])
+                    adaptive=bool(entry["adaptive"]), pricing=entry["pricing"], batch=entry["batch"],
+                    batch_size=entry["batch_size"], batch_wait=entry["batch_wait"])
 
 
 RUNTIME_FIELDS = ("cache", "budget", "stats", "served_models")

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from runner.config.redact import redact
 from runner.errors import ConfigError
+from runner.models.batch_setup import open_batches
 from runner.models.prices import restore as restore_prices
 from runner.outputs.display import Display
 from runner.run.build import build
@@ -124,7 +125,11 @@ def _run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str
             from runner.run.dry_run import dry_run
 
             return {"plan": dry_run(built, planned, run_dir, cfg, preflight=preflight)}
-        pool = _pool(cfg, built, planned, run_dir)
+        # Which endpoints send in provider batches: one without a batch API stops the run here, before any
+        # request (exit 2 or 3); their probe proved their key, so the preflight leaves them out.
+        batching = {id(e) for e in open_batches([e for _, e in built.entry_keys()], run_dir)}
+        preflight = [e for e in preflight if id(e) not in batching]
+        pool = None if batching else _pool(cfg, built, planned, run_dir)  # one process polls the batches
         if accepted is not None:
             accepted()
         invocation = Invocation(run_dir)  # from here on this invocation counts in the run's usage

@@ -94,8 +94,9 @@ async def run_jobs(pending: deque[Job], ctx: Context, sink: Sink) -> None:
     if not pending:
         return
     endpoints = ([ctx.model] if ctx.model else []) + (ctx.panel.judges if ctx.panel else [])
-    # Enough samples in flight to keep every endpoint's own limit busy, without one coroutine per sample.
-    width = min(len(pending), 2 * max((e.concurrency for e in endpoints), default=8))
+    # Enough samples in flight to keep every endpoint's own limit busy, without one coroutine per sample; an
+    # endpoint sending in provider batches keeps a batch's worth waiting.
+    width = min(len(pending), 2 * max((e.batch_size if e.batching else e.concurrency for e in endpoints), default=8))
 
     async def worker() -> None:
         while pending:

@@ -74,7 +74,7 @@ def fake_model_overrides(base_url: str, *, judges: int = 1, concurrency: int = 8
         "model=openai-compatible", "model.name=fake-model", "model.model=openai/fake-model",
         f"model.api_base={base_url}", "model.api_key=test-key", f"model.concurrency={concurrency}",
         "model.timeout=5", "model.max_retries=3",
-        f"judges.panel=[{panel}]", "preflight=false",
+        f"judges.panel=[{panel}]", "preflight=false",  # tests take the panel as [-2]
     ]
 
 

@@ -362,7 +362,7 @@ def test_a_task_with_nothing_to_ask_is_bad_input_exit_2(fake_llm, tmp_path, rows
 def test_a_concurrency_below_one_is_a_config_error(fake_llm, tmp_path, override):
     write_jsonl(tmp_path / "data" / "open_ended.jsonl", [{"Question": "Why?", "Answer": "Because."}])
     argv = [a for a in args(fake_llm.base_url, data(tmp_path, 3), tmp_path / "run") if not a.startswith("judges")]
-    proc = cli([*argv, fake_model_overrides(fake_llm.base_url)[-1], "benchmark.tasks=[mcqa_single_answer,open_ended]",
+    proc = cli([*argv, fake_model_overrides(fake_llm.base_url)[-2], "benchmark.tasks=[mcqa_single_answer,open_ended]",
                 override])
     assert proc.returncode == 2, proc.stderr
     line = one_line_error(proc)

@@ -45,7 +45,7 @@ def base(url: str, run_dir: Path, *extra: str) -> list[str]:
 def test_report_over_a_folder_with_every_benchmark_names_every_run_and_exits_0(fake_llm, tmp_path):
     fake_llm.default = judge_reply
     runs = tmp_path / "runs"
-    panel = fake_model_overrides(fake_llm.base_url)[-1]
+    panel = fake_model_overrides(fake_llm.base_url)[-2]
     eve = cli(base(fake_llm.base_url, runs / "eve", "benchmark.limit=2",
                    "benchmark.tasks=[mcqa_single_answer,open_ended]"))
     vakra = cli(["benchmark=vakra", panel, "tracker=none", "progress=false", "cache.enabled=false",
@@ -90,7 +90,7 @@ def _mugen_predictions(folder: Path) -> Path:
 def test_sweeping_the_readmes_example_names_jobs_and_columns_by_what_was_swept(fake_llm, tmp_path):
     fake_llm.default = judge_reply
     sweep = tmp_path / "sweep"
-    panel = fake_model_overrides(fake_llm.base_url)[-1]
+    panel = fake_model_overrides(fake_llm.base_url)[-2]
     proc = cli(["-m", "model=openai-compatible", "model.model=openai/alpha,openai/beta",
                 f"model.api_base={fake_llm.base_url}", "model.api_key=k", panel, "tracker=none",
                 "benchmark.limit=2", "benchmark.tasks=[mcqa_single_answer]", "cache.enabled=false",

@@ -173,3 +173,21 @@ def test_params_is_a_map_and_takes_any_key_without_a_plus(fake_llm, tmp_path):
     assert [b["seed"] for b in fake_llm.requests] == [11]
     with pytest.raises(ConfigError, match=r"params: 5 is no map of request params; .*params.max_tokens=4096"):
         run_in_process(eve(fake_llm, tmp_path / "b", "params=5", limit=1), tmp_path / "b")
+
+
+def test_self_consistency_requires_its_temperature_and_a_run_that_contradicts_it_sends_nothing(fake_llm, tmp_path):
+    """benchmark=eve_self_consistency: a YAML task's `requires: {temperature: 0.7}` is sent on every ask (five
+    epochs of each MCQ sample at 0.7), and params.temperature=0 on the command line stops the run with exit 2."""
+    fake_llm.default = "Answer: B"
+    base = [*fake_model_overrides(fake_llm.base_url), "benchmark=eve_self_consistency",
+            f"benchmark.data_dir={EVE_SAMPLE}", "benchmark.tasks=[mcqa_single_answer]", "benchmark.limit=2",
+            "benchmark.num_fewshot=0", "tracker=none", "progress=false", "cache.enabled=false"]
+    results = run_in_process([*base, f"hydra.run.dir={tmp_path / 'ok'}"], tmp_path / "ok")
+    task = results["tasks"]["mcqa_single_answer"]
+    assert (task["reducer"], task["epochs"], task["params"]["temperature"]) == ("mode", 5, 0.7)
+    assert len(fake_llm.requests) == 2 * 5 and {b["temperature"] for b in fake_llm.requests} == {0.7}
+    fake_llm.reset()
+    proc = cli([*base, "params.temperature=0", f"hydra.run.dir={tmp_path / 'refused'}"])
+    assert proc.returncode == 2 and fake_llm.count == 0
+    line = one_line_error(proc)
+    assert "params.temperature=0" in line and "benchmark.specs.mcqa_single_answer.requires.temperature=0.7" in line

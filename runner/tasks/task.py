@@ -80,9 +80,11 @@ class Task(BaseTask):
                  metrics: Sequence[str] | None = None, headline: str | None = None,
                  dataset: str | None = None, split: str = "train", num_fewshot: int = 0,
                  params: Mapping[str, Any] | None = None, prompt_dir: str | None = None,
-                 revision: str | None = None, reducer: str | None = None) -> None:
+                 revision: str | None = None, reducer: str | None = None,
+                 requires: Mapping[str, Any] | None = None) -> None:
         super().__init__(name, dataset=dataset, split=split, num_fewshot=num_fewshot, params=params,
                          revision=revision)
+        self.require_params(plain(requires) or {})  # values the task cannot do without: a run may not override them
         where = f"benchmark.specs.{name}"
         self.reducer = check_reducer(reducer, f"{where}.reducer")
         """How a sample's epochs combine before its metrics (runner/metrics/samples.py); None: `mean`."""

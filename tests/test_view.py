@@ -258,6 +258,12 @@ def test_each_run_page_loads_from_file_with_no_console_error_and_no_request(runs
         choose(page, "f-size", "500")
         page.eval("document.querySelectorAll('tr.sample-row').forEach(r => r.click())")
         assert page.eval("document.querySelectorAll('.detail').length") == len(shown_ids(page)) > 0
+    # The run's facts count as the closing line does (docs/outputs.md "What is counted"): sent and cached apart.
+    facts = page.eval("Object.fromEntries([...document.querySelectorAll('dl.facts dt')].map("
+                      "dt => [dt.textContent, dt.nextElementSibling.textContent]))")
+    totals = json.loads((runs[bench] / "results.json").read_text())["totals"]
+    assert facts["requests sent"].replace(",", "") == str(totals["requests"])
+    assert facts["from the cache"].replace(",", "") == str(totals["cached_requests"])
     assert_clean(page, path)
 
 

@@ -398,7 +398,10 @@
     const head = [h("h1", null, "runner · ", r.benchmark || "run", r.model ? ` · ${r.model}` : "")];
     const facts = [["run dir", r.dir], ["judges", (r.judges || []).join(", ") || "—"], ["started", r.started || "—"],
       ["duration", r.duration_s !== undefined && r.duration_s !== null ? `${fmt(r.duration_s, 1)} s` : "—"]];
-    if (r.totals) facts.push(["requests", fmt(r.totals.requests)], ["cost", money(r.totals.cost_usd ?? r.totals.cost)]);
+    // The closing line's counts (docs/outputs.md "What is counted"): requests sent, and replies from the cache apart.
+    if (r.totals) facts.push(["requests sent", fmt(r.totals.requests)],
+      ["from the cache", fmt(r.totals.cached_requests ?? r.totals.cache_hits ?? 0)],
+      ["cost", money(r.totals.cost_usd ?? r.totals.cost)]);
     if (r.stopped) facts.push(["stopped", r.stopped]);
     if (!r.has_results) facts.push(["results.json", "none yet: the samples files alone are shown"]);
     for (const b of r.banners || []) head.push(h("p", { class: "banner banner-" + b.kind, role: "note" }, b.text));

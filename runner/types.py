@@ -235,6 +235,9 @@ class TaskResult:
     ci: dict[str, list[float] | None] = field(default_factory=dict)
     """A 95 % interval per metric (null where the metric is null): Wilson for a mean of 0/1 sample scores,
     else a seeded bootstrap over the samples (runner/metrics/uncertainty.py)."""
+    reliable: dict[str, bool] = field(default_factory=dict)
+    """Per metric with an interval: whether its method holds 95 % coverage at this n (bench/bench_coverage.py,
+    docs/statistics.md); the table marks those that do not with `*`."""
     judge_stats: dict[str, Any] | None = None
     """Judge reliability on a task judged by two or more judges (kappas, intervals, invalid rates)."""
     data: dict[str, Any] | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, make_dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from runner.metrics.core import stderr
@@ -37,37 +37,6 @@ Z95 = 1.959963984540054
 RELIABLE_FROM = {"wilson": 5, "mean": 100, "other": 10, "kappa": 30}
 """The smallest n (samples) at which each kind of 95 % interval covered at least 94 % of the time in
 bench/bench_coverage.py, over n = 5, 10, 30, 100 (docs/statistics.md); below it, `reliable` is false."""
-
-
-@dataclass
-class TaskResultWithReliable(TaskResult):
-    """A TaskResult with `reliable` beside `ci` (a module-level class, so it pickles)."""
-
-    reliable: dict[str, bool] = field(default_factory=dict)
-    """Per metric with an interval: whether its method holds 95 % coverage at this n."""
-
-
-_WITH_RELIABLE: dict[type, type] = {TaskResult: TaskResultWithReliable}
-
-
-def _with_reliable(result: TaskResult, reliable: dict[str, bool]) -> TaskResult:
-    """`result` (a TaskResult or a benchmark's subclass of it) with a `reliable` field beside `ci`: per metric
-    with an interval, whether its method holds 95 % coverage at this n (bench/bench_coverage.py).
-
-    TaskResult has no such field yet (runner/types.py is not this module's): a subclass of the result's own
-    class adds it, so results.json gets `reliable` wherever the block is written."""
-    cls = type(result)
-    if "reliable" in getattr(cls, "__dataclass_fields__", {}):
-        return replace(result, reliable=reliable)  # type: ignore[call-arg]
-    made = _WITH_RELIABLE.get(cls)
-    if made is None:
-        name = f"{cls.__name__}WithReliable"
-        made = make_dataclass(name, [("reliable", dict, field(default_factory=dict))], bases=(cls,))
-        made.__module__, made.__doc__ = __name__, cls.__doc__
-        globals()[name] = _WITH_RELIABLE[cls] = made  # found by name, so it pickles once it has been made
-    values = {f.name: getattr(result, f.name) for f in fields(result) if f.init}
-    out: TaskResult = made(**values, reliable=reliable)
-    return out
 
 
 def wilson95(successes: int, n: int) -> tuple[float, float]:
@@ -171,9 +140,8 @@ def with_uncertainty(task: BaseTask, records: Sequence[Record], result: TaskResu
     ci, reliable = intervals(task, samples, n_boot=n_boot, seed=seed)
     errs = {m: stderr(samples.values[m]) if m in samples.values else e for m, e in result.stderr.items()}
     reducer = getattr(task, "reducer", None) or ("mean" if epochs > 1 else None)
-    out = _with_reliable(replace(result, metrics=samples.metrics, ci=ci, stderr=errs, epochs=epochs, reducer=reducer,
-                                 judge_stats=panel_stats(scored, n_boot=n_boot, seed=seed, samples=samples)),
-                         reliable)
+    out = replace(result, metrics=samples.metrics, ci=ci, reliable=reliable, stderr=errs, epochs=epochs,
+                  reducer=reducer, judge_stats=panel_stats(scored, n_boot=n_boot, seed=seed, samples=samples))
     if epochs <= 1:
         return out
     per_epoch = [task.aggregate([r for r in records if int(r.get("epoch") or 0) == e]).metrics for e in range(epochs)]

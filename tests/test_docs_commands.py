@@ -29,11 +29,14 @@ import pytest
 from conftest import EVE_SAMPLE, JUDGE_CORRECT, ROOT, TESTS, compose, read_jsonl
 from fake_llm import FakeLLM
 
+from runner.__main__ import SUBCOMMANDS
+
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BENCH = TESTS / "fixtures" / "yaml_bench"
 
 SKIPPED = {
-    "launcher=ray hydra.launcher.ray.init.address=ray://head:10001": "a Ray cluster at ray://head:10001",
+    "launcher=ray launcher.address=ray://head:10001": "a Ray cluster at ray://head:10001 (tests/test_launcher_ray.py "
+                                                      "runs sweeps on a real local one)",
     "launcher=slurm hydra.launcher.partition=gpu": "a Slurm cluster with a gpu partition",
     "judges=one,three": "the panel is swept, and `three`'s claude-haiku-4-5 speaks Anthropic's API (the internet): "
                         "the fake server speaks only OpenAI's, and an entry can be re-pointed only in a panel every "
@@ -259,7 +262,7 @@ def test_a_doc_command_runs_as_written(command: Command, server: FakeLLM, env: d
     module = argv[2] if argv[1:2] == ["-m"] else "runner"
     args = argv[3:] if argv[1:2] == ["-m"] else argv[1:]
     subcommand = module.split(".")[1] if module != "runner" else \
-        args[0] if args and args[0] in ("view", "rescore", "rejudge", "audit", "report") else None
+        args[0] if args and args[0] in SUBCOMMANDS else None
     rest = args[1:] if module == "runner" and subcommand else args  # what follows the subcommand
     flags = [a for a in args if a.startswith("-")]
     out = tmp_path / "out"
@@ -287,7 +290,7 @@ def _check_outputs(command: Command, args: list[str], rest: list[str], subcomman
             assert (dirs[0] / "view" / f"diff-{dirs[1].name}.html").is_file()
         else:
             assert (dirs[0] / "view" / "index.html").is_file(), command
-    elif subcommand == "rescore":
+    elif subcommand in ("rescore", "status"):
         assert stdout.strip(), command
     elif subcommand == "audit":
         assert (dirs[0] / "audit.json").is_file()

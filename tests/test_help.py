@@ -126,7 +126,7 @@ def test_rejudge_help_names_the_command(tmp_path):
     assert proc.stdout.startswith("`python -m runner.rejudge SRC_RUN_DIR [overrides]`")
 
 
-@pytest.mark.parametrize("name", ["report", "rescore", "view", "audit"])
+@pytest.mark.parametrize("name", ["report", "rescore", "view", "audit", "status"])
 def test_each_subcommand_has_its_own_help_under_the_one_command(name, tmp_path):
     helped = runner([name, "--help"], tmp_path)
     assert helped.returncode == 0, helped.stderr

@@ -107,7 +107,7 @@ def check_pairs(sweep_dir: Path, single: list[dict[str, Any]]) -> None:
     judged = pairs["open_ended"]  # the first metric open_ended reports: its headline, the panel vote
     assert (judged["metric"], float(judged["diff"]), float(judged["p_value"])) == ("judge_voting", 0.0, 1.0)
     md = (sweep_dir / "report" / "pairs.md").read_text()
-    assert "| mcqa_single_answer | accuracy | m1 | m2 | 4 (too few) |" in md
+    assert "| mcqa_single_answer | accuracy | m1 | m2 | 4 (too few) unreliable |" in md
     assert "`open_ended` m1 vs m2: n = 4 paired samples (< 10) is too few to say anything" in md
     assert (sweep_dir / "report" / "pairs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -65,8 +65,10 @@ class Built:
         endpoint). Two entries of one name stay two endpoints (runner/run/invocations.py by_name sums them)."""
         every = ([("model", self.model)] if self.model else []) + [("judge", j) for j in self.panel.judges] + \
             [("extractor", e) for e in self.extractors]
-        first = {id(e): (role, e) for role, e in reversed(every)}  # reversed: the first role wins
-        return [(role, e) for role, e in every if first[id(e)][0] == role]
+        first: dict[int, tuple[str, Endpoint]] = {}
+        for role, e in every:
+            first.setdefault(id(e), (role, e))
+        return list(first.values())
 
     def check_keys(self) -> None:
         """Before any request: every endpoint whose provider needs a key it does not have, all in one line."""

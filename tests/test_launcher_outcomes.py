@@ -144,3 +144,38 @@ def basic_sweep(fake_llm: Any, conf: Path, tmp_path: Path) -> Path:
     assert done.returncode == 0, done.stderr[-3000:]
     fake_llm.reset()
     return tmp_path / "basic"
+
+
+class _FlakyHead:
+    """Stands in for the `ray` module at its client's door: `ray.init` fails with the given errors in turn, then
+    connects. (A real head's proxy failing to fork the client's server, seen once on CI, cannot be provoked.)"""
+
+    def __init__(self, *errors: Exception) -> None:
+        self.errors, self.inits, self.shutdowns = list(errors), 0, 0
+
+    def init(self, **_: Any) -> None:
+        self.inits += 1
+        if self.errors:
+            raise self.errors.pop(0)
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+def test_ray_asks_again_only_when_the_head_could_not_start_the_clients_server():
+    ray_jobs = pytest.importorskip("runner.launchers.ray_jobs")
+    died = RuntimeError("Starting Ray client server failed. See ray_client_server_23000.err for detailed logs.")
+    head = _FlakyHead(died, died)
+    ray_jobs._init(head, {}, pause=0)
+    assert (head.inits, head.shutdowns) == (3, 2)
+
+    head = _FlakyHead(*[died] * ray_jobs.CONNECT_ATTEMPTS)
+    with pytest.raises(RuntimeError, match="Starting Ray client server failed"):
+        ray_jobs._init(head, {}, pause=0)
+    assert head.inits == ray_jobs.CONNECT_ATTEMPTS
+
+    for other in (ConnectionError("ray client connection timeout"), RuntimeError("Authentication required")):
+        head = _FlakyHead(other)
+        with pytest.raises(type(other)):
+            ray_jobs._init(head, {}, pause=0)
+        assert (head.inits, head.shutdowns) == (1, 0)

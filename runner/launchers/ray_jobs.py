@@ -21,6 +21,7 @@ import importlib
 import logging
 import os
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,11 @@ LOCAL_OBJECT_STORE = 78_643_200
 _NEW_INSTANCE_ONLY = ("num_cpus", "num_gpus", "object_store_memory", "resources", "labels", "_system_config",
                       "include_dashboard", "dashboard_host", "dashboard_port", "_memory", "_temp_dir")
 _ENV_REFERENCE = re.compile(r"\$\{oc\.env:\s*([A-Za-z_][A-Za-z0-9_]*)")
+CONNECT_ATTEMPTS = 3
+"""How often the Ray client asks again when the head could not start its per-client server: the head's proxy
+forks that server while its own gRPC threads run, and the fork sometimes dies at once (seen on a loaded CI
+machine: "Other threads are currently calling into gRPC, skipping fork() handlers"); the next one starts."""
+_SERVER_START_FAILED = "Starting Ray client server failed"
 
 
 def env_names(tree: Any) -> set[str]:
@@ -88,7 +94,7 @@ def connect(init: DictConfig, names: list[str]) -> None:
     log.info("Ray: connecting to %s; the jobs get %d environment variable(s) of this shell: %s", where,
              len(names), ", ".join(names) or "none")
     try:
-        ray.init(**kwargs)
+        _init(ray, kwargs)
     except Exception as exc:  # noqa: BLE001 - ConnectionError, AuthenticationError, ValueError, RuntimeError
         text = " ".join(str(exc).split())[:300]
         hint = ("its token authentication is on: export RAY_AUTH_MODE=token with the cluster's token in "
@@ -97,6 +103,22 @@ def connect(init: DictConfig, names: list[str]) -> None:
                 "client, auto for a cluster started on this machine)?")
         raise EndpointError(f"launcher=ray: could not connect to {where} ({type(exc).__name__}: {text}); "
                             f"{hint}; no job was started") from None
+
+
+def _init(ray: Any, kwargs: dict[str, Any], pause: float = 1.0) -> None:
+    """`ray.init`, asked again (after a second, then two) only when the head says it could not start the
+    client's server: no other failure changes by asking again."""
+    for attempt in range(1, CONNECT_ATTEMPTS + 1):
+        try:
+            ray.init(**kwargs)
+            return
+        except Exception as exc:
+            if _SERVER_START_FAILED not in str(exc) or attempt == CONNECT_ATTEMPTS:
+                raise
+            log.warning("Ray: the head could not start this client's server (attempt %d of %d); asking again",
+                        attempt, CONNECT_ATTEMPTS)
+            ray.shutdown()
+            time.sleep(pause * attempt)
 
 
 def _lost_reason(exc: BaseException) -> str:

@@ -213,8 +213,13 @@ class Pool:
         deadline: float | None = None
         try:
             while any(c.open for c in self.children):
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(ready.wait(), timeout=1.0)
+                # Not asyncio.wait_for: on Python 3.11 it returns the result, swallowing the cancellation, when a
+                # message arrives as Ctrl-C does (gh-86296), and the run went on to its end.
+                tick = loop.call_later(1.0, ready.set)
+                try:
+                    await ready.wait()
+                finally:
+                    tick.cancel()
                 ready.clear()
                 for child in [c for c in self.children if c.open]:
                     self._receive(child, records, store, display)

@@ -126,7 +126,8 @@ class MCPSession:
         self._log_start = self._log.seek(0, os.SEEK_END)
         self._owner = asyncio.get_running_loop().create_task(self._own(), name=f"mcp: {self.spec.label}")
         try:
-            await asyncio.wait_for(self._ready.wait(), self.start_timeout)
+            async with asyncio.timeout(self.start_timeout):  # not wait_for: on 3.11 it can swallow a Ctrl-C
+                await self._ready.wait()
         except TimeoutError:
             await self.close()
             raise ServerStartError(f"{self.spec.label} did not complete the MCP handshake within "
@@ -160,7 +161,8 @@ class MCPSession:
         """List the tools again (some servers change them as state changes); the old list if that fails."""
         if self.alive:
             with contextlib.suppress(Exception):
-                self.tools = await asyncio.wait_for(_list_tools(self._session), self.call_timeout)
+                async with asyncio.timeout(self.call_timeout):
+                    self.tools = await _list_tools(self._session)
         return self.tools
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any], timeout: float | None = None
@@ -175,8 +177,8 @@ class MCPSession:
         limit = self.call_timeout if timeout is None else float(timeout)
         try:
             # The outer bound only matters if the SDK itself got stuck; its own timeout fires first.
-            result = await asyncio.wait_for(
-                session.call_tool(name, dict(arguments), read_timeout_seconds=limit), limit + 5.0)
+            async with asyncio.timeout(limit + 5.0):
+                result = await session.call_tool(name, dict(arguments), read_timeout_seconds=limit)
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 return self._fault(f"{self.spec.label} exited during the call{self._stderr_hint()}")

@@ -129,7 +129,6 @@ def test_ctrl_c_stops_every_worker_keeps_their_records_and_a_rerun_asks_only_the
     path = run_dir / "samples" / "mcqa_single_answer.jsonl"
     proc = _start(fake_llm.base_url, run_dir, "workers=2", "model.concurrency=2")
     _wait_for_records(path, 3, proc)
-    fake_llm.latency = 60  # from here on no request comes back before Ctrl-C, however slow this machine is
     workers = _children(proc.pid)
     assert len(workers) == 2
     proc.send_signal(signal.SIGINT)
@@ -172,7 +171,6 @@ def test_a_killed_worker_stops_the_run_with_one_line_and_keeps_the_finished_reco
     path = run_dir / "samples" / "mcqa_single_answer.jsonl"
     proc = _start(fake_llm.base_url, run_dir, "workers=2", "model.concurrency=2")
     _wait_for_records(path, 2, proc)
-    fake_llm.latency = 60  # the run cannot finish before the kill
     victim = _children(proc.pid)[0]
     os.kill(victim, signal.SIGKILL)
     ended = _ended(proc)

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ EVE_SAMPLE = ROOT / "runner" / "benchmarks" / "eve" / "sample"
 sys.path.insert(0, str(TESTS))
 
 from fake_llm import FakeLLM  # noqa: E402
+from inprocess import needs_process, run_forked  # noqa: E402
 
 JUDGE_CORRECT = '{"judgement": "correct", "explanation": "matches the reference"}'
 JUDGE_INCORRECT = '{"judgement": "incorrect", "explanation": "contradicts the reference"}'
@@ -63,19 +64,76 @@ def compose(overrides: list[str], *, with_hydra: bool = False) -> Any:
         return hydra_compose(config_name="config", overrides=overrides, return_hydra_config=with_hydra)
 
 
+def _value(value: Any) -> str:
+    """A value as a Hydra override writes it: a dict as `{key:value,...}`, a bool as true/false."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def judge_entry(name: str, url: str, *, model: str | None = None, api_key: str = "test-key", **fields: Any) -> str:
+    """One judge of a `judges.panel=[...]` override at the fake server: `{name:N,model:openai/N,api_base:'URL',
+    api_key:test-key,FIELD:VALUE,...}` in the order given (a dict value, such as params or pricing, nested)."""
+    extra = "".join(f",{k}:{_value(v)}" for k, v in fields.items() if v is not None)
+    return f"{{name:{name},model:{model or f'openai/{name}'},api_base:'{url}',api_key:{api_key}{extra}}}"
+
+
+def panel_override(url: str, judges: int | Sequence[str] = 1, **fields: Any) -> str:
+    """`judges.panel=[...]`: `judges` judges named judge1..N (or these names) at the fake server, each with
+    `fields` (judge_entry)."""
+    names = [f"judge{i + 1}" for i in range(judges)] if isinstance(judges, int) else list(judges)
+    return f"judges.panel=[{','.join(judge_entry(n, url, **fields) for n in names)}]"
+
+
+def model_overrides(url: str, *, name: str = "fake-model", model: str = "openai/fake-model",
+                    api_key: str = "test-key", **fields: Any) -> list[str]:
+    """The model under test at the fake server: `model=openai-compatible`, its name, model, api_base and api_key,
+    then `model.FIELD=VALUE` for each field in the order given (None leaves one out)."""
+    return ["model=openai-compatible", f"model.name={name}", f"model.model={model}", f"model.api_base={url}",
+            f"model.api_key={api_key}", *(f"model.{k}={_value(v)}" for k, v in fields.items() if v is not None)]
+
+
+ENTRY_FIELDS: dict[str, Any] = {"concurrency": 8, "timeout": 5, "max_retries": 3}
+"""The fields every fake-server entry gets (model and judges) unless a test says otherwise."""
+
+
+def run_overrides(url: str, run_dir: Path | None = None, *extra: str, judges: int | Sequence[str] = 1,
+                  model_fields: dict[str, Any] | None = None, judge_fields: dict[str, Any] | None = None,
+                  benchmark: str | None = "eve", data_dir: Path | str | None = EVE_SAMPLE,
+                  tasks: Sequence[str] | None = None, limit: int | None = None, cache: Path | None = None,
+                  preflight: bool = False, tracker: str = "none") -> list[str]:
+    """The one builder of a run against the fake server the tests share: the model under test (model_overrides)
+    and a panel of `judges` (panel_override; 0: judges=none), each with ENTRY_FIELDS updated by `model_fields` /
+    `judge_fields` (a None value leaves that field at the config's value), the benchmark (EVE's sample folder
+    unless told) with its tasks and limit, `tracker` (none), no progress bar, the cache in `cache` (None: off),
+    the preflight off unless `preflight` (tests count requests by hand; tests/test_preflight.py runs it), the run
+    dir, then `extra`, last so that they win."""
+    out = model_overrides(url, **{**ENTRY_FIELDS, **(model_fields or {})})
+    out.append(panel_override(url, judges, **{**ENTRY_FIELDS, **(judge_fields or {})}) if judges else "judges=none")
+    if benchmark is not None:
+        out.append(f"benchmark={benchmark}")
+    if data_dir is not None:
+        out.append(f"benchmark.data_dir={data_dir}")
+    if tasks is not None:
+        out.append(f"benchmark.tasks=[{','.join(tasks)}]")
+    if limit is not None:
+        out.append(f"benchmark.limit={limit}")
+    out += [f"tracker={tracker}", "progress=false", f"cache.dir={cache}" if cache else "cache.enabled=false"]
+    if not preflight:
+        out.append("preflight=false")
+    if run_dir is not None:
+        out.append(f"hydra.run.dir={run_dir}")
+    return [*out, *extra]
+
+
 def fake_model_overrides(base_url: str, *, judges: int = 1, concurrency: int = 8) -> list[str]:
-    """Point the model under test and a panel of `judges` judges at the fake server. The preflight is off: the
-    tests built on this count each sample's requests by hand; tests/test_preflight.py runs it on, with judges,
-    extractors, workers and budgets."""
-    panel = ",".join(
-        f"{{name:judge{i + 1},model:openai/judge{i + 1},api_base:'{base_url}',api_key:test-key,"
-        f"concurrency:{concurrency},max_retries:3,timeout:5}}" for i in range(judges))
-    return [
-        "model=openai-compatible", "model.name=fake-model", "model.model=openai/fake-model",
-        f"model.api_base={base_url}", "model.api_key=test-key", f"model.concurrency={concurrency}",
-        "model.timeout=5", "model.max_retries=3",
-        f"judges.panel=[{panel}]", "preflight=false",  # tests take the panel as [-2]
-    ]
+    """The model under test and a panel of `judges` judges at the fake server (run_overrides' first two), and the
+    preflight off: the tests built on this count each sample's requests by hand."""
+    fields = {**ENTRY_FIELDS, "concurrency": concurrency}
+    return [*model_overrides(base_url, **fields), panel_override(base_url, judges, **fields),
+            "preflight=false"]  # tests take the panel as [-2]
 
 
 def run_in_process(overrides: list[str], run_dir: Path) -> dict[str, Any]:
@@ -99,8 +157,13 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def cli(args: list[str], env: dict[str, str] | None = None, timeout: float = 180,
-        module: str = "runner") -> subprocess.CompletedProcess[str]:
-    """`python -m MODULE ARGS` from the repository root, as a user runs it."""
+        module: str = "runner", fresh: bool = False) -> subprocess.CompletedProcess[str]:
+    """`python -m MODULE ARGS` from the repository root, as a user runs it: in a fork of this process, with the
+    imports already done (tests/inprocess.py), unless `fresh` (a test of the process itself: its start-up,
+    signals, descriptors, what its children print) or the call needs one (a sweep, Hydra's flags, a variable
+    read at import)."""
+    if not fresh and not needs_process(args, env):
+        return run_forked(args, env, timeout, ROOT, module)
     return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 

@@ -16,13 +16,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EVE_SAMPLE, JUDGE_CORRECT, JUDGE_INCORRECT, ROOT, cli, one_line_error, read_jsonl, run_in_process
+from conftest import (
+    EVE_SAMPLE,
+    JUDGE_CORRECT,
+    JUDGE_INCORRECT,
+    ROOT,
+    cli,
+    one_line_error,
+    read_jsonl,
+    run_in_process,
+    run_overrides,
+)
 from fake_llm import FakeLLM
 
 from runner.models import batch as batch_module
 from runner.models.batch_journal import JOURNAL, describe
 
-PRICES = "pricing:{input_per_mtok:1000000,output_per_mtok:3000000}"
+PRICES = {"input_per_mtok": 1000000, "output_per_mtok": 3000000}
 """$1 and $3 a token: every cost an exact number, and its half too."""
 
 
@@ -41,15 +51,11 @@ def judged(body: dict[str, Any]) -> str:
 
 
 def overrides(url: str, run_dir: Path, cache: Path, *, batch: bool) -> list[str]:
-    on = ",batch:true,batch_wait:0.1" if batch else ""
-    panel = ",".join(f"{{name:judge{i},model:openai/judge{i},api_base:'{url}',api_key:test-key,concurrency:8,"
-                     f"max_retries:2,timeout:5,params:{{max_tokens:256}},{PRICES}{on}}}" for i in (1, 2, 3))
-    return ["model=openai-compatible", "model.name=fake-model", "model.model=openai/fake-model",
-            f"model.api_base={url}", "model.api_key=test-key", "model.timeout=5", "model.max_retries=2",
-            f"model.{PRICES.replace(':', '=', 1)}", f"judges.panel=[{panel}]", "benchmark=eve",
-            f"benchmark.data_dir={EVE_SAMPLE}", "benchmark.limit=3", "tracker=none", "progress=false",
-            f"hydra.run.dir={run_dir}", f"cache.dir={cache}", "preflight=false",
-            *(["model.batch=true", "model.batch_wait=0.1"] if batch else [])]
+    on = {"batch": True, "batch_wait": 0.1} if batch else {}
+    return run_overrides(url, run_dir, judges=3, limit=3, cache=cache,
+                         model_fields={"timeout": 5, "max_retries": 2, "pricing": PRICES, **on},
+                         judge_fields={"concurrency": 8, "max_retries": 2, "timeout": 5,
+                                       "params": {"max_tokens": 256}, "pricing": PRICES, **on})
 
 
 def cache_entries(folder: Path) -> dict[str, Any]:
@@ -101,14 +107,11 @@ def test_eve_with_a_three_judge_panel_in_batches_is_the_direct_run_at_half_the_p
 
 def test_a_runner_killed_mid_poll_resumes_its_batch_and_submits_no_request_twice(tmp_path):
     run_dir = tmp_path / "run"
-    args = ["model=openai-compatible", "model.name=fake-model", "model.model=openai/fake-model",
-            "model.api_key=test-key", "model.batch=true", "model.batch_wait=0.1", "judges=none", "benchmark=eve",
-            f"benchmark.data_dir={EVE_SAMPLE}", "benchmark.tasks=[mcqa_single_answer]", "benchmark.limit=4",
-            "tracker=none", "cache.enabled=false", f"hydra.run.dir={run_dir}"]
     env = {**os.environ, "RUNNER_BATCH_POLL_MAX_S": "0.05"}
     with FakeLLM(default="B") as srv:
         srv.batch_hold = True  # the batch stays in progress until the runner is gone
-        args.append(f"model.api_base={srv.base_url}")
+        args = run_overrides(srv.base_url, run_dir, judges=0, tasks=["mcqa_single_answer"], limit=4,
+                             model_fields={"batch": True, "batch_wait": 0.1})
         proc = subprocess.Popen([sys.executable, "-m", "runner", *args], cwd=ROOT, env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         journal = run_dir / JOURNAL
@@ -136,16 +139,13 @@ def test_a_runner_killed_mid_poll_resumes_its_batch_and_submits_no_request_twice
 
 
 def test_a_server_without_batches_is_refused_before_any_request_and_auto_goes_direct(tmp_path):
-    base = ["model=openai-compatible", "model.name=fake-model", "model.model=openai/fake-model",
-            "model.api_key=test-key", "judges=none", "benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}",
-            "benchmark.tasks=[mcqa_single_answer]", "benchmark.limit=2", "tracker=none", "cache.enabled=false"]
     with FakeLLM(default="B", batches=False) as srv:
-        refused = cli([*base, f"model.api_base={srv.base_url}", "model.batch=true",
-                       f"hydra.run.dir={tmp_path / 'a'}"])
+        base = run_overrides(srv.base_url, judges=0, tasks=["mcqa_single_answer"], limit=2)
+        refused = cli([*base, "model.batch=true", f"hydra.run.dir={tmp_path / 'a'}"])
         assert refused.returncode == 3, refused.stderr
         line = one_line_error(refused)
         assert "fake-model" in line and "has no batch API" in line and "batch: auto" in line and srv.count == 0
-        auto = cli([*base, f"model.api_base={srv.base_url}", "model.batch=auto", f"hydra.run.dir={tmp_path / 'b'}"])
+        auto = cli([*base, "model.batch=auto", f"hydra.run.dir={tmp_path / 'b'}"])
         assert auto.returncode == 0, auto.stderr
         assert srv.count == 2 and not srv.batch_lines
     claude = cli(["model=claude-haiku-4-5", "model.batch=true", "judges=none", "benchmark=eve",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EVE_SAMPLE, JUDGE_CORRECT, cli, fake_model_overrides, one_line_error, run_in_process
+from conftest import JUDGE_CORRECT, cli, one_line_error, run_in_process, run_overrides
 from fake_llm import FakeLLM
 
 from runner.errors import ConfigError
@@ -46,10 +46,9 @@ def judged_reply(body: dict[str, Any]) -> str:
 def mcq(url: str, run_dir: Path, *extra: str, concurrency: int = 1, max_tokens: int = 4) -> list[str]:
     """EVE's 13 single-answer samples, each reply $1 and each request's worst case $max_tokens (the run's
     `params.max_tokens`, over the task's 64 and the entry's 1024)."""
-    return fake_model_overrides(url, concurrency=concurrency) + [
-        "benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}", f"benchmark.tasks=[{MCQ}]", "tracker=none",
-        "progress=false", "cache.enabled=false", f"hydra.run.dir={run_dir}", f"model.pricing={DOLLAR_A_TOKEN}",
-        f"params.max_tokens={max_tokens}", *extra]
+    return run_overrides(url, run_dir, f"model.pricing={DOLLAR_A_TOKEN}", f"params.max_tokens={max_tokens}", *extra,
+                         tasks=[MCQ], model_fields={"concurrency": concurrency},
+                         judge_fields={"concurrency": concurrency})
 
 
 def judged(url: str, run_dir: Path, *extra: str, concurrency: int = 1) -> list[str]:

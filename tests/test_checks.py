@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from conftest import (
-    EVE_SAMPLE,
     JUDGE_CORRECT,
     TESTS,
     cli,
@@ -21,6 +20,7 @@ from conftest import (
     one_line_error,
     read_jsonl,
     run_in_process,
+    run_overrides,
     write_jsonl,
 )
 
@@ -35,15 +35,12 @@ def judged_reply(body: dict[str, Any]) -> str:
 
 
 def eve(url: str, run_dir: Path, task: str, *extra: str) -> list[str]:
-    return fake_model_overrides(url) + [
-        "benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}", f"benchmark.tasks=[{task}]", "benchmark.limit=3",
-        "tracker=none", "progress=false", "cache.enabled=false", f"hydra.run.dir={run_dir}", *extra]
+    return run_overrides(url, run_dir, *extra, tasks=[task], limit=3)
 
 
 def arith(url: str, run_dir: Path, *extra: str, data: Path = BENCH / "data") -> list[str]:
-    return fake_model_overrides(url) + [
-        f"hydra.searchpath=[file://{BENCH / 'conf'}]", "benchmark=arith", f"benchmark.data_dir={data}",
-        "tracker=none", "progress=false", "cache.enabled=false", f"hydra.run.dir={run_dir}", *extra]
+    return run_overrides(url, run_dir, f"hydra.searchpath=[file://{BENCH / 'conf'}]", *extra, benchmark="arith",
+                         data_dir=data)
 
 
 # ------------------------------------------------------------------------------------------ templates

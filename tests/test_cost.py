@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EVE_SAMPLE, JUDGE_CORRECT, cli, read_jsonl, run_in_process
+from conftest import JUDGE_CORRECT, cli, read_jsonl, run_in_process, run_overrides
 from fake_llm import FakeLLM
 from test_wandb_tracker import offline_env  # noqa: F401 - a fixture
 
@@ -47,25 +47,18 @@ def billed(srv: FakeLLM, model: str) -> tuple[int, int]:
     return prompt, completion
 
 
-def pricing(prices: tuple[float, float] | None) -> str:
-    return "" if prices is None else f",pricing:{{input_per_mtok:{prices[0]},output_per_mtok:{prices[1]}}}"
+def pricing(prices: tuple[float, float] | None) -> dict[str, float] | None:
+    return None if prices is None else {"input_per_mtok": prices[0], "output_per_mtok": prices[1]}
 
 
 def overrides(url: str, run_dir: Path, cache: Path | None, *, model: str = "openai/fake-model",
               model_prices: tuple[float, float] | None = MODEL_PRICES,
               judge_prices: tuple[float, float] | None = JUDGE_PRICES, task: str = "open_ended") -> list[str]:
-    judge = (f"{{name:judge1,model:openai/judge1,api_base:'{url}',api_key:test-key,concurrency:4,"
-             f"max_retries:1,timeout:5{pricing(judge_prices)}}}")
-    return [
-        "model=openai-compatible", "model.name=fake-model", f"model.model={model}", f"model.api_base={url}",
-        "model.api_key=test-key", "model.concurrency=4", "model.timeout=5", "model.max_retries=1",
-        *([f"model.pricing={{input_per_mtok:{model_prices[0]},output_per_mtok:{model_prices[1]}}}"]
-          if model_prices else []),
-        f"judges.panel=[{judge}]", "benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}",
-        f"benchmark.tasks=[{task}]", "benchmark.limit=4", "tracker=none", "progress=false",
-        f"hydra.run.dir={run_dir}", f"cache.dir={cache}" if cache else "cache.enabled=false",
-        "preflight=false",  # the samples' requests alone, for exact sums (the preflight's: tests/test_preflight.py)
-    ]
+    """One judge; the preflight off: the samples' requests alone, for exact sums (its: tests/test_preflight.py)."""
+    fields = {"concurrency": 4, "timeout": 5, "max_retries": 1}
+    return run_overrides(url, run_dir, tasks=[task], limit=4, cache=cache,
+                         model_fields={"model": model, **fields, "pricing": pricing(model_prices)},
+                         judge_fields={**fields, "pricing": pricing(judge_prices)})
 
 
 def test_entry_pricing_makes_the_cost_exact_and_cache_hits_cost_nothing(tmp_path):

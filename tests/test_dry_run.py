@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EVE_SAMPLE, TESTS, cli, read_jsonl, run_in_process
+from conftest import TESTS, cli, model_overrides, panel_override, read_jsonl, run_in_process, run_overrides
 
 from runner.models.litellm_model import count_tokens
 from runner.run.build import PREFLIGHT
@@ -29,28 +29,28 @@ WIN_RATE = TESTS / "fixtures" / "win_rate"
 MUGEN = TESTS / "fixtures" / "mugen" / "predictions"
 
 
-def entries(base_url: str, judges: int, *, model: str = "openai/fake-model", pricing: str = "",
-            judge_pricing: str = "") -> list[str]:
-    """The model under test and `judges` judges, all on the fake server; judges write at most JUDGE_CAP."""
-    panel = ",".join(f"{{name:judge{i + 1},model:openai/judge{i + 1},api_base:'{base_url}',api_key:test-key,"
-                     f"max_retries:0,timeout:5,params:{{max_tokens:{JUDGE_CAP}}}{judge_pricing}}}"
-                     for i in range(judges))
-    return ["model=openai-compatible", "model.name=fake-model", f"model.model={model}",
-            f"model.api_base={base_url}", "model.api_key=test-key", "model.max_retries=0", "model.timeout=5",
-            f"judges.panel=[{panel}]", *([f"model.pricing={pricing}"] if pricing else [])]
+ENTRY = {"max_retries": 0, "timeout": 5}
+JUDGE = {**ENTRY, "params": {"max_tokens": JUDGE_CAP}}
+"""The fields of the model's entry and of each judge's: judges write at most JUDGE_CAP."""
 
 
-def eve(base_url: str, run_dir: Path, *extra: str, judges: int = 2, **kw: str) -> list[str]:
-    return entries(base_url, judges, **kw) + [
-        "benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}", "tracker=none", "progress=false",
-        "cache.enabled=false", f"hydra.run.dir={run_dir}", *extra]
+def entries(base_url: str, judges: int) -> list[str]:
+    """The model under test and `judges` judges, all on the fake server."""
+    return [*model_overrides(base_url, **ENTRY), panel_override(base_url, judges, **JUDGE)]
+
+
+def eve(base_url: str, run_dir: Path, *extra: str, judges: int = 2, model: str = "openai/fake-model",
+        pricing: dict[str, float] | None = None, judge_pricing: dict[str, float] | None = None) -> list[str]:
+    """A run of EVE's sample, the preflight on (PRE): a plan counts it as the run sends it."""
+    return run_overrides(base_url, run_dir, *extra, judges=judges, preflight=True,
+                         model_fields={"model": model, **ENTRY, "pricing": pricing},
+                         judge_fields={**JUDGE, "pricing": judge_pricing})
 
 
 def win_rate(base_url: str, run_dir: Path, *extra: str) -> list[str]:
-    panel = ",".join(f"{{name:{n},model:openai/{n},api_base:'{base_url}',api_key:test-key,max_retries:0,"
-                     f"timeout:5,params:{{max_tokens:{JUDGE_CAP}}}}}" for n in ("judge1", "judge2"))
     return ["benchmark=win_rate", f"benchmark.model_a=[{{name:x,file:'{WIN_RATE / 'model_x.csv'}'}}]",
-            f"benchmark.model_b=[{{name:y,file:'{WIN_RATE / 'model_y.csv'}'}}]", f"judges.panel=[{panel}]",
+            f"benchmark.model_b=[{{name:y,file:'{WIN_RATE / 'model_y.csv'}'}}]",
+            panel_override(base_url, 2, **JUDGE),
             "tracker=none", "cache.enabled=false", "progress=false", f"hydra.run.dir={run_dir}", *extra]
 
 
@@ -194,8 +194,8 @@ def test_mugen_predictions_are_judged_as_planned_and_a_reply_naming_no_option_is
 
 def test_cost_is_each_requests_input_and_most_output_at_the_entry_pricing(fake_llm, tmp_path, capsys):
     run_dir = tmp_path / "run"
-    plan = dry(eve(fake_llm.base_url, run_dir, pricing="{input_per_mtok:2.0,output_per_mtok:8.0}",
-                   judge_pricing=",pricing:{input_per_mtok:0.5,output_per_mtok:1.5}"), run_dir)
+    plan = dry(eve(fake_llm.base_url, run_dir, pricing={"input_per_mtok": 2.0, "output_per_mtok": 8.0},
+                   judge_pricing={"input_per_mtok": 0.5, "output_per_mtok": 1.5}), run_dir)
     ends = plan["endpoints"]
     model = ends["fake-model"]
     assert model["cost_usd"] == pytest.approx((2.0 * model["input_tokens"] + 8.0 * model["output_tokens_max"]) / 1e6)
@@ -223,13 +223,13 @@ def test_a_model_litellm_prices_is_priced_without_pricing_and_an_unknown_judge_m
 def test_an_entry_without_max_tokens_has_no_output_bound_and_no_cost_bound(fake_llm, tmp_path):
     run_dir = tmp_path / "run"
     plan = dry(eve(fake_llm.base_url, run_dir, "benchmark.tasks=[open_ended]", "~model.params.max_tokens",
-                   pricing="{input_per_mtok:1.0,output_per_mtok:1.0}"), run_dir)
+                   pricing={"input_per_mtok": 1.0, "output_per_mtok": 1.0}), run_dir)
     model = plan["endpoints"]["fake-model"]
     # The task's own max_tokens (1024 for open_ended) then bounds the reply.
     assert model["output_tokens_max"] == 1024 * plan["tasks"]["open_ended"]["samples"] + PRE
     plan = dry(eve(fake_llm.base_url, run_dir, "benchmark.tasks=[open_ended]", "~model.params.max_tokens",
-                   "~benchmark.specs.open_ended.params.max_tokens", pricing="{input_per_mtok:1.0,output_per_mtok:1.0}"),
-               run_dir)
+                   "~benchmark.specs.open_ended.params.max_tokens",
+                   pricing={"input_per_mtok": 1.0, "output_per_mtok": 1.0}), run_dir)
     model = plan["endpoints"]["fake-model"]
     assert model["output_tokens_max"] is None and model["cost_usd"] is None and model["input_tokens"] > 0
 
@@ -260,7 +260,7 @@ def test_cli_dry_run_sweep_writes_a_plan_per_job_and_nothing_else(fake_llm, tmp_
 def test_a_dry_run_sweep_plans_every_job_and_prints_the_total(fake_llm, tmp_path):
     sweep = tmp_path / "sweep"
     args = [a for a in eve(fake_llm.base_url, tmp_path / "unused", "benchmark.tasks=[mcqa_single_answer]",
-                           pricing="{input_per_mtok:1,output_per_mtok:2}")
+                           pricing={"input_per_mtok": 1, "output_per_mtok": 2})
             if not a.startswith(("hydra.run.dir", "model.name="))]
     proc = cli(["-m", "model.name=fake-a,fake-b", "dry_run=true", f"hydra.sweep.dir={sweep}", *args], timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -275,7 +275,7 @@ def test_hydra_mode_multirun_as_an_override_still_sweeps(fake_llm, tmp_path):
     `hydra.mode=MULTIRUN` given on the command line (in place of -m) must still make a sweep."""
     sweep = tmp_path / "sweep"
     args = [a for a in eve(fake_llm.base_url, tmp_path / "unused", "benchmark.tasks=[mcqa_single_answer]",
-                           pricing="{input_per_mtok:1,output_per_mtok:2}")
+                           pricing={"input_per_mtok": 1, "output_per_mtok": 2})
             if not a.startswith(("hydra.run.dir", "model.name="))]
     proc = cli(["hydra.mode=MULTIRUN", "model.name=fake-a,fake-b", "dry_run=true", f"hydra.sweep.dir={sweep}", *args],
                timeout=120)

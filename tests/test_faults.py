@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, cli, fake_model_overrides, one_line_error, read_jsonl, write_jsonl
+from conftest import ROOT, cli, fake_model_overrides, one_line_error, read_jsonl, run_overrides, write_jsonl
 from fake_llm import FakeLLM
 
 from runner.models.litellm_model import Endpoint
@@ -42,10 +42,8 @@ def data(tmp_path: Path, n: int, extra_lines: tuple[str, ...] | list[str] = ()) 
 
 
 def args(url: str, data_dir: Path, run_dir: Path, *extra: str, concurrency: int = 4) -> list[str]:
-    return fake_model_overrides(url, judges=0, concurrency=concurrency) + [
-        "benchmark=eve", f"benchmark.data_dir={data_dir}", f"benchmark.tasks=[{TASK}]", "benchmark.num_fewshot=0",
-        "tracker=none", "progress=false", "cache.enabled=false", "model.adaptive=false", "model.backoff=0.01",
-        f"hydra.run.dir={run_dir}", *extra]
+    return run_overrides(url, run_dir, "benchmark.num_fewshot=0", "model.adaptive=false", "model.backoff=0.01", *extra,
+                         judges=0, data_dir=data_dir, tasks=[TASK], model_fields={"concurrency": concurrency})
 
 
 def start(argv: list[str], **kw: Any) -> subprocess.Popen[str]:

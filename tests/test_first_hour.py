@@ -18,6 +18,7 @@ from conftest import (
     one_line_error,
     read_jsonl,
     run_in_process,
+    run_overrides,
 )
 
 from runner.run.invocations import INVOCATIONS, Invocation, merge_usage
@@ -36,8 +37,7 @@ def judge_reply(body: dict[str, Any]) -> str:
 
 
 def base(url: str, run_dir: Path, *extra: str) -> list[str]:
-    return fake_model_overrides(url) + ["tracker=none", "progress=false", "cache.enabled=false",
-                                        f"hydra.run.dir={run_dir}", *extra]
+    return run_overrides(url, run_dir, *extra, benchmark=None, data_dir=None)  # the default benchmark
 
 
 # --- 2. the report over a folder holding every benchmark ------------------------------------------

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TESTS, cli, fake_model_overrides, one_line_error, read_jsonl, run_in_process, write_jsonl
+from conftest import (
+    TESTS,
+    cli,
+    one_line_error,
+    read_jsonl,
+    run_in_process,
+    run_overrides,
+    write_jsonl,
+)
 
 from runner.benchmarks.vakra.mcp_env import MCPSession, ServerSpec
 from runner.errors import DataError
@@ -35,10 +43,8 @@ def mcq_rows(n: int, ids: list[Any] | None = None) -> list[dict[str, Any]]:
 
 
 def eve_args(fake_llm: Any, data: Path, run_dir: Path, *extra: str) -> list[str]:
-    return fake_model_overrides(fake_llm.base_url) + [
-        "benchmark=eve", f"benchmark.data_dir={data}", "benchmark.tasks=[mcqa_single_answer]",
-        "benchmark.num_fewshot=0", "tracker=none", "progress=false", "cache.enabled=false",
-        f"hydra.run.dir={run_dir}", *extra]
+    return run_overrides(fake_llm.base_url, run_dir, "benchmark.num_fewshot=0", *extra, data_dir=data,
+                         tasks=["mcqa_single_answer"])
 
 
 # ---------------------------------------------------------------- repeated ids
@@ -92,10 +98,8 @@ def test_a_repeated_id_past_the_limit_is_not_asked_and_not_an_error(fake_llm, tm
 def test_the_cli_says_so_in_one_line_with_exit_2(tmp_path):
     data = tmp_path / "data"
     write_jsonl(data / "mcqa_single_answer.jsonl", mcq_rows(4, [1, 2, 1, 3]))
-    proc = cli(["benchmark=eve", f"benchmark.data_dir={data}", "benchmark.tasks=[mcqa_single_answer]",
-                "benchmark.num_fewshot=0",
-                "model=openai-compatible", "model.api_base=http://127.0.0.1:9/v1", "model.api_key=x",
-                "judges=none", "tracker=none", "progress=false", f"hydra.run.dir={tmp_path / 'run'}"])
+    proc = cli(run_overrides("http://127.0.0.1:9/v1", tmp_path / "run", "benchmark.num_fewshot=0", judges=0,
+                             data_dir=data, tasks=["mcqa_single_answer"]))  # refused before any request
     assert proc.returncode == 2, proc.stderr
     line = one_line_error(proc)
     assert "mcqa_single_answer.jsonl" in line and "id 1 at rows 0, 2" in line

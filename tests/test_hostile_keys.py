@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from conftest import EVE_SAMPLE, JUDGE_CORRECT, cli, run_in_process, write_jsonl
+from conftest import EVE_SAMPLE, JUDGE_CORRECT, cli, run_in_process, run_overrides, write_jsonl
 from fake_llm import FakeLLM, _error, _match_text
 
 import runner.config.redact as redact_module
@@ -92,16 +92,15 @@ def key_server():
 
 
 def hostile_overrides(url: str) -> list[str]:
-    judge = (f"{{name:judge1,model:openai/judge1,api_base:'{url}',api_key:{JUDGE_KEY},concurrency:4,timeout:5,"
-             f"max_retries:0,params:{{extra_headers:{{x-goog-api-key:{GOOG_KEY},Ocp-Apim-Subscription-Key:"
-             f"{GOOG_KEY}}}}}}}")
-    return ["model=openai-compatible", "model.name=fake-model", "model.model=openai/fake-model",
-            f"model.api_base={url}", "model.api_key=${oc.env:RUNNER_HOSTILE_API_KEY}", "model.timeout=5",
-            "model.max_retries=0",
-            f"+model.params.extra_headers={{api-key:{HEADER_KEY},X-API-Key:{HEADER_KEY}}}",
-            f"judges.panel=[{judge}]", f"benchmark.data_dir={EVE_SAMPLE}",
-            "benchmark.tasks=[mcqa_single_answer,open_ended]", "benchmark.limit=3", "cache.enabled=false",
-            "fail_on_error=1", "tracker=wandb"]
+    """Keys everywhere a config can hold one: the model's from the environment, the judge's inline, both in
+    headers; W&B on; the preflight on (the default)."""
+    return run_overrides(url, None, f"+model.params.extra_headers={{api-key:{HEADER_KEY},X-API-Key:{HEADER_KEY}}}",
+                         "fail_on_error=1", tasks=["mcqa_single_answer", "open_ended"], limit=3, preflight=True,
+                         tracker="wandb",
+                         model_fields={"api_key": "${oc.env:RUNNER_HOSTILE_API_KEY}", "timeout": 5, "max_retries": 0},
+                         judge_fields={"api_key": JUDGE_KEY, "concurrency": 4, "timeout": 5, "max_retries": 0,
+                                       "params": {"extra_headers": {"x-goog-api-key": GOOG_KEY,
+                                                                    "Ocp-Apim-Subscription-Key": GOOG_KEY}}})
 
 
 ENV = {"RUNNER_HOSTILE_API_KEY": MODEL_KEY, "WANDB_MODE": "offline"}

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import compose, fake_model_overrides, read_jsonl, run_in_process, write_jsonl
+from conftest import compose, read_jsonl, run_in_process, run_overrides, write_jsonl
 
 from runner.errors import DataError
 from runner.run.build import build
@@ -26,10 +26,8 @@ def _mcq_rows(n: int) -> list[dict[str, object]]:
 
 
 def _overrides(base_url: str, data_dir: Path, run_dir: Path, *extra: str) -> list[str]:
-    return fake_model_overrides(base_url) + [
-        "benchmark=eve", f"benchmark.data_dir={data_dir}", "benchmark.tasks=[mcqa_single_answer]",
-        "benchmark.num_fewshot=0", "tracker=none", "cache.enabled=false", "progress=false",
-        f"hydra.run.dir={run_dir}", *extra]
+    return run_overrides(base_url, run_dir, "benchmark.num_fewshot=0", *extra, data_dir=data_dir,
+                         tasks=["mcqa_single_answer"])
 
 
 def test_rows_read_again_by_place_are_the_rows_read_in_order(tmp_path):

@@ -26,7 +26,7 @@ def test_default_run_uses_the_embedded_model_and_leaves_an_offline_wandb_run(tmp
     run_dir = tmp_path / "run"
     before = _server_processes()
     proc = cli([f"hydra.run.dir={run_dir}", "benchmark.limit=1", "cache.enabled=false"],
-               env={"WANDB_MODE": "offline"}, timeout=900)
+               env={"WANDB_MODE": "offline"}, timeout=900, fresh=True)  # the server ends with the process
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads((run_dir / "results.json").read_text())
     assert results["model"] == "smollm2-135m" and results["judges"] == ["smollm2-judge"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TESTS, fake_model_overrides, read_jsonl, run_in_process
+from conftest import TESTS, read_jsonl, run_in_process, run_overrides
 
 from runner.benchmarks.mugen.choice import read_choice
 from runner.errors import DataError
@@ -42,9 +42,7 @@ def rubric_judge(body: dict[str, Any]) -> str:
 
 
 def overrides(srv, run_dir: Path, *extra: str) -> list[str]:
-    return fake_model_overrides(srv.base_url) + [
-        "benchmark=mugen", "tracker=none", "cache.enabled=false", "progress=false", f"hydra.run.dir={run_dir}",
-        *extra]
+    return run_overrides(srv.base_url, run_dir, *extra, benchmark="mugen", data_dir=None)
 
 
 def judge_requests(srv) -> list[dict[str, Any]]:

@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EVE_SAMPLE, JUDGE_CORRECT, JUDGE_INCORRECT, fake_model_overrides, read_jsonl, run_in_process
+from conftest import (
+    EVE_SAMPLE,
+    JUDGE_CORRECT,
+    JUDGE_INCORRECT,
+    read_jsonl,
+    run_in_process,
+    run_overrides,
+)
 
 from runner.metrics.core import mean
 
@@ -44,11 +51,7 @@ def _rows(task: str) -> list[dict[str, Any]]:
 
 
 def eve_overrides(base_url: str, run_dir: Path, cache: Path | None, judges: int = 2) -> list[str]:
-    return fake_model_overrides(base_url, judges=judges) + [
-        "benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}", "tracker=none", "progress=false",
-        f"hydra.run.dir={run_dir}",
-        f"cache.dir={cache}" if cache else "cache.enabled=false",
-    ]
+    return run_overrides(base_url, run_dir, judges=judges, cache=cache)
 
 
 def test_every_eve_task_end_to_end_matches_metrics_computed_from_the_data(fake_llm, tmp_path):

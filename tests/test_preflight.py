@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import EVE_SAMPLE, JUDGE_CORRECT, cli, one_line_error, run_in_process
+from conftest import JUDGE_CORRECT, cli, one_line_error, run_in_process, run_overrides
 from fake_llm import FakeLLM
 
 
@@ -21,13 +21,10 @@ def reply(body: dict[str, Any]) -> str:
 
 def args(url: str, run_dir: Path, *extra: str, judge_key: str = "the-key", tasks: str = "open_ended",
          cache: Path | None = None) -> list[str]:
-    judge = (f"{{name:judge1,model:openai/judge1,api_base:'{url}',api_key:{judge_key},max_retries:1,timeout:5,"
-             "params:{max_tokens:16}}")
-    return ["model=openai-compatible", "model.name=fake-model", "model.model=openai/fake-model",
-            f"model.api_base={url}", "model.api_key=the-key", "model.max_retries=1", "model.timeout=5",
-            f"judges.panel=[{judge}]", "benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}",
-            f"benchmark.tasks=[{tasks}]", "benchmark.limit=6", "tracker=none", "progress=false",
-            f"hydra.run.dir={run_dir}", f"cache.dir={cache}" if cache else "cache.enabled=false", *extra]
+    return run_overrides(url, run_dir, *extra, tasks=[tasks], limit=6, cache=cache, preflight=True,
+                         model_fields={"api_key": "the-key", "max_retries": 1, "timeout": 5},
+                         judge_fields={"api_key": judge_key, "max_retries": 1, "timeout": 5,
+                                       "params": {"max_tokens": 16}})
 
 
 def test_a_refused_judge_key_stops_the_run_before_the_models_first_sample(tmp_path):

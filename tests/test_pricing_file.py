@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EVE_SAMPLE, cli, one_line_error, run_in_process
+from conftest import cli, one_line_error, run_in_process, run_overrides
 from fake_llm import FakeLLM
 
 from runner.models.litellm_model import _import_litellm
@@ -23,10 +23,8 @@ def words(text: str) -> int:
 
 
 def overrides(url: str, run_dir: Path, *extra: str) -> list[str]:
-    return ["model=openai-compatible", "model.name=new", f"model.model=openai/{MODEL}", f"model.api_base={url}",
-            "model.api_key=k", "judges=none", "benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}",
-            "benchmark.tasks=[mcqa_single_answer]", "benchmark.limit=3", "tracker=none", "progress=false",
-            "cache.enabled=false", f"hydra.run.dir={run_dir}", *extra]
+    return run_overrides(url, run_dir, *extra, judges=0, tasks=["mcqa_single_answer"], limit=3, preflight=True,
+                         model_fields={"name": "new", "model": f"openai/{MODEL}", "api_key": "k"})
 
 
 @pytest.fixture

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
-from conftest import EVE_SAMPLE, JUDGE_CORRECT, JUDGE_INCORRECT, cli, one_line_error, read_jsonl
+from conftest import JUDGE_CORRECT, JUDGE_INCORRECT, cli, one_line_error, panel_override, read_jsonl, run_overrides
+
+PANEL_FIELDS = {"concurrency": 4, "timeout": 5}
 
 
-def judge(name: str, url: str) -> str:
-    return f"{{name:{name},model:openai/{name},api_base:'{url}',api_key:test-key,concurrency:4,timeout:5}}"
+def panel(name: str, url: str) -> str:
+    return panel_override(url, [name], **PANEL_FIELDS)
 
 
 def reply(body: dict) -> str:
@@ -22,17 +24,13 @@ def reply(body: dict) -> str:
 def test_rejudge_grades_recorded_replies_with_another_panel_and_asks_the_model_nothing(fake_llm, tmp_path):
     fake_llm.default = reply
     src = tmp_path / "src"
-    base = ["model=openai-compatible", "model.name=fake-model", "model.model=openai/fake-model",
-            f"model.api_base={fake_llm.base_url}", "model.api_key=test-key", "benchmark=eve",
-            f"benchmark.data_dir={EVE_SAMPLE}", "benchmark.tasks=[open_ended,mcqa_single_answer]",
-            "benchmark.limit=3", "tracker=none", "cache.enabled=false", "preflight=false"]
-    first = cli(base + [f"judges.panel=[{judge('judge-a', fake_llm.base_url)}]", f"hydra.run.dir={src}"],
-                timeout=120)
+    first = cli(run_overrides(fake_llm.base_url, src, judges=["judge-a"], judge_fields=PANEL_FIELDS,
+                              tasks=["open_ended", "mcqa_single_answer"], limit=3), timeout=120)
     assert first.returncode == 0, first.stderr
     fake_llm.reset()
 
     out = tmp_path / "rejudged"
-    proc = cli([str(src), f"judges.panel=[{judge('judge-b', fake_llm.base_url)}]", f"hydra.run.dir={out}"],
+    proc = cli([str(src), panel("judge-b", fake_llm.base_url), f"hydra.run.dir={out}"],
                module="runner.rejudge", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert [b["model"] for b in fake_llm.requests] == ["judge-b"] * 3  # no request to the model under test

@@ -15,6 +15,7 @@ from conftest import (
     one_line_error,
     read_jsonl,
     run_in_process,
+    run_overrides,
     write_jsonl,
 )
 
@@ -22,18 +23,10 @@ from runner.errors import ConfigError
 from runner.run.fingerprint import PARTS, changed, fingerprint, split
 
 
-def judge(name: str, url: str) -> str:
-    return (f"{{name:{name},model:openai/{name},api_base:'{url}',api_key:test-key,concurrency:4,"
-            "max_retries:1,timeout:5}")
-
-
 def args(url: str, run_dir: Path, cache: Path, *, judges: tuple[str, ...] = ("judge-a",), limit: int = 3,
          data: Path = EVE_SAMPLE) -> list[str]:
-    return ["model=openai-compatible", "model.name=fake-model", "model.model=openai/fake-model",
-            f"model.api_base={url}", "model.api_key=test-key", "model.timeout=5",
-            f"judges.panel=[{','.join(judge(j, url) for j in judges)}]",
-            "benchmark=eve", f"benchmark.data_dir={data}", "benchmark.tasks=[open_ended]", f"benchmark.limit={limit}",
-            "tracker=none", "progress=false", f"cache.dir={cache}", f"hydra.run.dir={run_dir}", "preflight=false"]
+    return run_overrides(url, run_dir, judges=judges, data_dir=data, tasks=["open_ended"], limit=limit, cache=cache,
+                         model_fields={"timeout": 5}, judge_fields={"concurrency": 4, "max_retries": 1, "timeout": 5})
 
 
 def reply(body: dict) -> str:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -14,19 +13,26 @@ from test_cli import cli
 from runner.models.local_server import LocalServer, idle_cores, locate_gguf, pick_threads, usable_cores
 
 
-def _server_processes() -> list[str]:
-    """Embedded servers started by this checkout's interpreter (another checkout's suite may run beside)."""
-    out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines()
-            if "runner.models.local_server" in line and line.startswith(sys.executable)]
+def _processes_with(mark: str) -> list[int]:
+    """Live processes whose environment carries `mark`: what one run started, whatever else runs beside."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if mark.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:  # gone meanwhile, or not ours to read
+                pass
+    return found
 
 
 @pytest.mark.slow
 def test_default_run_uses_the_embedded_model_and_leaves_an_offline_wandb_run(tmp_path):
     run_dir = tmp_path / "run"
-    before = _server_processes()
+    token = uuid.uuid4().hex
+    mark = f"RUNNER_TEST_RUN={token}"
     proc = cli([f"hydra.run.dir={run_dir}", "benchmark.limit=1", "cache.enabled=false"],
-               env={"WANDB_MODE": "offline"}, timeout=900, fresh=True)  # the server ends with the process
+               env={"WANDB_MODE": "offline", "RUNNER_TEST_RUN": token}, timeout=900, fresh=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads((run_dir / "results.json").read_text())
     assert results["model"] == "smollm2-135m" and results["judges"] == ["smollm2-judge"]
@@ -41,8 +47,8 @@ def test_default_run_uses_the_embedded_model_and_leaves_an_offline_wandb_run(tmp
     assert served == ["SmolLM2-135M-Instruct.Q4_1"]
     assert list(run_dir.glob("wandb/offline-run-*"))
     assert "mcqa_single_answer" in proc.stdout  # the metrics table
-    # Another test's server may start or stop meanwhile (xdist); none that this run started may be left.
-    assert set(_server_processes()) <= set(before), "the embedded server must stop when the run ends"
+    # The embedded server inherits the run's environment: no process that carries this run's mark is left.
+    assert _processes_with(mark) == [], "the embedded server must stop when the run ends"
 
 
 @pytest.mark.slow

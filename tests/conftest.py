@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -19,6 +20,13 @@ os.environ["WANDB_SILENT"] = "true"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.pop("WANDB_API_KEY", None)
+
+# The tests that press Ctrl-C (SIGINT to a runner they started) need a runner that hears it, as one started at
+# a terminal does. A suite started in the background by a script (`cmd &`, nohup, some CI agents) inherits
+# SIGINT ignored, passes that on to every process it starts, and a runner started so rightly ignores it: the run
+# went on to its end and exited 0. Every test process (and so every runner it starts) hears SIGINT again.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

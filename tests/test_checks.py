@@ -236,6 +236,27 @@ def test_three_missing_keys_are_named_in_one_line(fake_llm, tmp_path):
     assert fake_llm.count == 0
 
 
+@pytest.mark.parametrize("where", ["model", "judges.panel.0"])
+def test_an_api_base_on_an_embedded_entry_stops_instead_of_asking_the_embedded_model(fake_llm, where, tmp_path):
+    # The default model and judge start their own server: an api_base beside it would be quietly replaced by
+    # that server's address, and the run would report the demo model's answers as the named server's.
+    proc = cli([f"{where}.api_base={fake_llm.base_url}", "tracker=none", "benchmark.limit=1",
+                f"hydra.run.dir={tmp_path / 'run'}"], timeout=60)
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert "api_base" in line and f"{where}.server=null" in line
+    assert fake_llm.count == 0 and not (tmp_path / "run" / "local_server.log").exists()
+    # With the server dropped, as the line says, that address is asked.
+    fake_llm.default = lambda body: JUDGE_CORRECT if "judgement" in json.dumps(body["messages"]) else "B"
+    other = "model" if where.startswith("judges") else "judges.panel.0"
+    proc = cli([f"{where}.api_base={fake_llm.base_url}", f"{where}.server=null", f"{where}.api_key=k",
+                f"{other}.api_base={fake_llm.base_url}", f"{other}.server=null", f"{other}.api_key=k",
+                "tracker=none", "benchmark.limit=1", "cache.enabled=false", f"hydra.run.dir={tmp_path / 'ok'}"],
+               timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert fake_llm.count > 0 and not (tmp_path / "ok" / "local_server.log").exists()
+
+
 # ------------------------------------------------------------------------ runs read with their own settings
 
 

@@ -150,7 +150,7 @@ def places(server: FakeLLM, env: dict[str, str], tmp_path_factory: pytest.TempPa
     root = tmp_path_factory.mktemp("places")
     run_dir, sweep = root / "run", root / "sweep"
     base = ["benchmark=eve", f"benchmark.data_dir={EVE_SAMPLE}", "benchmark.limit=2", "tracker=none",
-            "judges=one", "model.model=openai/fake-model", f"model.api_base={server.base_url}"]
+            "judges=one", "model.model=openai/fake-model", f"model.api_base={server.base_url}", "model.server=null"]
     made = _cli([sys.executable, "-m", "runner", *base, f"hydra.run.dir={run_dir}"], env)
     assert made.returncode == 0, made.stderr[-2000:]
     made = _cli([sys.executable, "-m", "runner", "-m", *base, "model=gpt-4o-mini,mistral-large",

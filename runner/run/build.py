@@ -318,9 +318,10 @@ def _attach_server(entry: dict[str, Any], where: str,
                    servers: dict[Any, tuple[LocalServer, list[dict[str, Any]]]]) -> None:
     if entry.get("api_base"):  # else the run would quietly ask the embedded model, not the server named
         key = where.replace("[", ".").replace("]", "")
+        other = "model=openai-compatible" if where == "model" else "a judges file of your own"
         raise ConfigError(f"{where} sets both api_base and an embedded server (server:), so its requests would go to "
                           f"the embedded model, not to that api_base; to use that address add {key}.server=null "
-                          "(or pick model=openai-compatible), else drop the api_base")
+                          f"(or use {other}), else drop the api_base")
     server: LocalServer = instantiate(entry["server"], f"{where}.server")
     if server.key not in servers:
         servers[server.key] = (server, [])

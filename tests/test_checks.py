@@ -238,8 +238,8 @@ def test_three_missing_keys_are_named_in_one_line(fake_llm, tmp_path):
 
 @pytest.mark.parametrize("where", ["model", "judges.panel.0"])
 def test_an_api_base_on_an_embedded_entry_stops_instead_of_asking_the_embedded_model(fake_llm, where, tmp_path):
-    # The default model and judge start their own server: an api_base beside it would be quietly replaced by
-    # that server's address, and the run would report the demo model's answers as the named server's.
+    # The default model and judge start their own server: an api_base beside it was quietly replaced by that
+    # server's address, and a user who meant to ask their own server got the demo model's answers instead.
     proc = cli([f"{where}.api_base={fake_llm.base_url}", "tracker=none", "benchmark.limit=1",
                 f"hydra.run.dir={tmp_path / 'run'}"], timeout=60)
     assert proc.returncode == 2

@@ -188,10 +188,9 @@ def _job(cfg: Any) -> dict[str, Any] | None:
             raise BudgetReached(f"budget.max_usd={cfg.budget.max_usd:g} reached: no new request was sent; the "
                                 f"results of what was scored are in {run_dir / 'results.json'}; re-run with a "
                                 f"higher budget.max_usd (or none) and hydra.run.dir={run_dir} to go on")
-        reason = incomplete(results, float(cfg.fail_on_error))
+        reason = incomplete(results, float(cfg.fail_on_error), run_dir)
         if reason:
-            raise IncompleteRun(f"{reason}; results are in {run_dir / 'results.json'}; re-run with "
-                                f"hydra.run.dir={run_dir} to ask the failed samples again")
+            raise IncompleteRun(reason)
     except KeyboardInterrupt:
         if remote is None:  # Ctrl-C (or a signal) to the process that runs the sweep stops it all
             _stopped(run_dir)

@@ -192,7 +192,7 @@ class SampleRecord:
     answer: Any = None
     """What the task read from the response (a letter, a set of letters, ...); None if nothing."""
     judgements: list[dict[str, Any]] = field(default_factory=list)
-    scores: dict[str, float] = field(default_factory=dict)
+    scores: dict[str, float | None] = field(default_factory=dict)
     status: Status = "ok"
     """`ok`; `invalid` when a judge reply could not be parsed; `error` when a call failed after its
     retries (the sample is asked again on resume)."""
@@ -232,6 +232,10 @@ class TaskResult:
     """Standard error of each metric that is a mean over samples (absent for P/R/F1 and the like)."""
     counts: dict[str, int] = field(default_factory=dict)
     """Task-specific counts that are not rates (kept out of `metrics`, whose values are rates)."""
+    n_missing: dict[str, int] = field(default_factory=dict)
+    """Per metric that is a mean over samples: the scored samples that have no value of it (a score a scorer
+    gave only sometimes, agreement where no judge gave a parsed verdict), left out of its mean; only metrics
+    with some missing are listed."""
     ci: dict[str, list[float] | None] = field(default_factory=dict)
     """A 95 % interval per metric (null where the metric is null): Wilson for a mean of 0/1 sample scores,
     else a seeded bootstrap over the samples (runner/metrics/uncertainty.py)."""
@@ -253,10 +257,15 @@ class TaskResult:
     params: dict[str, Any] | None = None
     """The effective params of the task's model requests (entry < task < run-level `params`); None where the
     task asks no model."""
+    failed: str | None = None
+    """Why the task's metrics could not be computed (`ExceptionType: message`): its counts come from the records
+    alone, its metrics are absent, and the run exits 1 (the other tasks keep theirs)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form with the contract's keys first (`judge_stats` only where two or more judged)."""
+        """JSON-ready form with the contract's keys first (`judge_stats` only where two or more judged, `failed`
+        only where the metrics could not be computed)."""
         out = asdict(self)
-        if out["judge_stats"] is None:
-            del out["judge_stats"]
+        for key in ("judge_stats", "failed"):
+            if out[key] is None:
+                del out[key]
         return out

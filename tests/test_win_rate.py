@@ -231,7 +231,8 @@ def test_invalid_judge_replies_are_listed_and_left_out_of_denominators_never_tie
     assert q3["status"] == "invalid"
     j = entry(q3, "judge3")
     assert (j["status"], j["verdict"], j["raw"]) == ("invalid", None, "I would rather not say.")
-    assert "alpaca_win_rate/judge3/x" not in q3["scores"]
+    # No credit from a reply that did not parse: null (missing, explicitly), never 0, never an absent key.
+    assert q3["scores"]["alpaca_win_rate/judge3/x"] is None and q3["scores"]["aggregate/x_alpaca_win_rate"] is None
     summary = read_csv(run_dir / "win_rate" / f"summary_{TASK}.csv")
     assert (summary[0]["valid"], summary[0]["invalid"], summary[0]["ties"]) == ("4", "1", "0")
 

@@ -4,6 +4,7 @@ and makes the run's summary. Constructors stay light (they only keep config); da
 from __future__ import annotations
 
 import difflib
+import logging
 from array import array
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,12 +13,14 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from runner.config import instantiate
-from runner.errors import ConfigError, DataError
+from runner.errors import ConfigError, DataError, RunnerError
 from runner.run.provenance import RowsDigest
 from runner.tasks.base import BaseTask, Loaded, UniqueIds, sample_id
 from runner.tasks.lazy_samples import LazySamples
 from runner.tasks.sources import BAD_ROW, load_rows, local_task_file
 from runner.types import Sample, TaskResult
+
+log = logging.getLogger("runner")
 
 
 class Benchmark:
@@ -121,3 +124,20 @@ class Benchmark:
             # Over the tasks that have a value; null when none has (never a 0 made of nothing).
             "macro_avg": sum(present) / len(present) if present else None,
         }
+
+
+def summarize(benchmark: Benchmark, tasks: Sequence[BaseTask], results: Mapping[str, TaskResult]) -> dict[str, Any]:
+    """The run's `summary` block over the tasks whose metrics were computed (a task whose aggregation failed is
+    named in `tasks_failed`, never summed as if it had none); when the summary itself cannot be computed, a block
+    saying why (`failed`), so the tasks' results are still written. A RunnerError (bad config) still stops."""
+    done = {name: r for name, r in results.items() if r.failed is None}
+    failed = [name for name, r in results.items() if r.failed is not None]
+    try:
+        out = benchmark.summary(tasks, done)
+    except RunnerError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - named in results.json and the closing line, never a lost run
+        why = f"{type(exc).__name__}: {exc}"
+        log.error("the summary of the run could not be computed (%s); the tasks' results are written", why)
+        return {"failed": why, **({"tasks_failed": failed} if failed else {})}
+    return {**out, "tasks_failed": failed} if failed else out

@@ -4,13 +4,31 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 
 def mean(values: Iterable[float]) -> float:
     """Arithmetic mean; 0.0 for no values (an empty task reports 0, and `n` says it was empty)."""
     vals = list(values)
     return sum(vals) / len(vals) if vals else 0.0
+
+
+def score_value(record: Mapping[str, Any], name: str) -> float | None:
+    """A record's value of the per-sample score `name`: None when the record has none (the scorer gave it no
+    value, the key is absent or null, or it is no finite number), so a mean leaves it out instead of failing."""
+    scores = record.get("scores")
+    value = scores.get(name) if isinstance(scores, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def defined_mean(values: Iterable[float | None]) -> float | None:
+    """The mean of the values that are defined (not None); None when none is (a mean over nothing is absent,
+    never 0)."""
+    vals = [v for v in values if v is not None]
+    return math.fsum(vals) / len(vals) if vals else None
 
 
 def stderr(values: Sequence[float]) -> float:

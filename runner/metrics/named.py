@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from runner.errors import ConfigError
-from runner.metrics.core import binary_classification, majority_vote, mean, unanimous
+from runner.metrics.core import binary_classification, defined_mean, majority_vote, mean, score_value, unanimous
 from runner.metrics.results import judge_names
 from runner.types import Judgement
 
@@ -32,11 +32,13 @@ class Mean:
     def keys(self, records: Sequence[Record]) -> list[str]:
         return [self.score]
 
-    def compute(self, records: Sequence[Record]) -> dict[str, float]:
-        return {self.score: mean(float(r["scores"][self.score]) for r in records)}
+    def compute(self, records: Sequence[Record]) -> dict[str, float | None]:
+        # A record without the score (a scorer that gives it only sometimes) is left out, and counted
+        # (`n_missing`); over no record that has it the mean is null.
+        return {self.score: defined_mean(score_value(r, self.score) for r in records)}
 
-    def per_sample(self, record: Record) -> dict[str, float]:
-        return {self.score: float(record["scores"][self.score])}
+    def per_sample(self, record: Record) -> dict[str, float | None]:
+        return {self.score: score_value(record, self.score)}
 
 
 def judge_passes(record: Record) -> dict[str, float]:
@@ -85,8 +87,9 @@ class JudgePanel:
         out["judge_agreement"] = mean(parsed) if parsed else None
         return out
 
-    def per_sample(self, record: Record) -> dict[str, float]:
-        return {k: v for k, v in self.compute([record]).items() if v is not None}
+    def per_sample(self, record: Record) -> dict[str, float | None]:
+        # Every key on every record: agreement is None (undefined) on a sample no judge gave a parsed verdict.
+        return self.compute([record])
 
 
 @dataclass(frozen=True)
@@ -102,10 +105,11 @@ class Median:
     def keys(self, records: Sequence[Record]) -> list[str]:
         return [f"median_{self.score}"]
 
-    def compute(self, records: Sequence[Record]) -> dict[str, float]:
-        return {f"median_{self.score}": float(statistics.median(float(r["scores"][self.score]) for r in records))}
+    def compute(self, records: Sequence[Record]) -> dict[str, float | None]:
+        values = [v for v in (score_value(r, self.score) for r in records) if v is not None]
+        return {f"median_{self.score}": float(statistics.median(values)) if values else None}
 
-    def per_sample(self, record: Record) -> dict[str, float]:
+    def per_sample(self, record: Record) -> dict[str, float | None]:
         return {}
 
 
@@ -132,8 +136,8 @@ class BinaryPRF:
                                         None if r.get("answer") is None else r["answer"] == self.positive)
                                        for r in records])
 
-    def per_sample(self, record: Record) -> dict[str, float]:
-        return {"accuracy": float(record.get("answer") == record["reference"])}
+    def per_sample(self, record: Record) -> dict[str, float | None]:
+        return {"accuracy": float(record.get("answer") == record.get("reference"))}
 
 
 class Aggregation(Protocol):
@@ -152,11 +156,13 @@ class Aggregation(Protocol):
         records for a bootstrap interval of any metric that `per_sample` does not give."""
         ...
 
-    def per_sample(self, record: Record) -> dict[str, float]:
+    def per_sample(self, record: Record) -> dict[str, float | None]:
         """For each metric that is the mean of a per-sample value, that value for this record: the task's
         standard error, Wilson or bootstrap-of-the-mean interval and a sweep's paired differences use these.
-        A metric that is no mean (precision, F1, a median) must be left out: it gets no standard error, and
-        its interval comes from `compute` on resampled records."""
+        Every record gets the same keys: None where this record has no value (a score its scorer did not
+        give, agreement on a sample without a parsed verdict), which the mean leaves out and `n_missing`
+        counts. A metric that is no mean (precision, F1, a median) must be left out: it gets no standard
+        error, and its interval comes from `compute` on resampled records."""
         ...
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import ConfigError
-from runner.metrics.core import mean
+from runner.metrics.core import defined_mean, score_value
 
 EXTRA = "metrics"
 INSTALL_HINT = f"install the '{EXTRA}' extra: bash scripts/install.sh {EXTRA} (or pip install -e '.[{EXTRA}]')"
@@ -148,9 +148,9 @@ class ReferenceScorer:
         _, _, f1 = self._get("bertscore").score([response], [reference], verbose=False)
         return _unit(f1[0].item())
 
-    def aggregate(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    def aggregate(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
         """Task metrics from the records: corpus BLEU over every reply, and the mean of the others."""
-        out: dict[str, float] = {}
+        out: dict[str, float | None] = {}
         if "bleu" in self.selected:
             import sacrebleu
 
@@ -159,12 +159,13 @@ class ReferenceScorer:
             out["bleu"] = sacrebleu.corpus_bleu(hyps, [refs]).score if records else 0.0
         for name in metric_names(self.selected):
             if name != "bleu":
-                out[name] = mean(r["scores"][name] for r in records)
+                out[name] = defined_mean(score_value(r, name) for r in records)
         return out
 
-    def per_sample(self, record: Mapping[str, Any]) -> dict[str, float]:
-        """The means' per-sample values (for standard errors; corpus BLEU has none)."""
-        return {m: record["scores"][m] for m in metric_names(self.selected) if m != "bleu"}
+    def per_sample(self, record: Mapping[str, Any]) -> dict[str, float | None]:
+        """The means' per-sample values (for standard errors; corpus BLEU has none); None where a record has
+        no value."""
+        return {m: score_value(record, m) for m in metric_names(self.selected) if m != "bleu"}
 
     def has_scores(self, record: Mapping[str, Any]) -> bool:
         """Whether a kept record carries every selected score (else it is asked again on resume)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -13,7 +14,7 @@ Records = Sequence[Mapping[str, Any]]
 
 def task_result(records: Records, metrics: Callable[[Records], Mapping[str, float | None]],
                 zero: Mapping[str, Any],
-                per_sample: Callable[[Mapping[str, Any]], dict[str, float]] | None = None) -> TaskResult:
+                per_sample: Callable[[Mapping[str, Any]], Mapping[str, float | None]] | None = None) -> TaskResult:
     """Count and score a task's records.
 
     `n` counts every sample of the task. Samples whose model call failed (status `error`) have no reply
@@ -23,18 +24,40 @@ def task_result(records: Records, metrics: Callable[[Records], Mapping[str, floa
     `zero` is None (null): a figure over nothing is absent, never 0.
 
     `per_sample` maps a record to its per-sample values of the metrics that are means over samples;
-    their standard errors go into `stderr` (the report turns them into 95 % intervals).
+    their standard errors go into `stderr` (the report turns them into 95 % intervals). A record may lack a
+    value (None, or a key only other records have): it is left out of that metric's mean and standard
+    error and counted in `n_missing`, never a crash and never a 0.
     """
     scored = [r for r in records if r.get("status") != "error"]
     errors = [r["id"] for r in records if r.get("status") == "error"]
     invalid = [r["id"] for r in scored if r.get("status") == "invalid"]
     values: dict[str, Any] = dict(metrics(scored)) if scored else dict.fromkeys(zero)
     errs: dict[str, float] = {}
+    missing: dict[str, int] = {}
     if per_sample is not None and scored:
-        rows = [per_sample(r) for r in scored]
-        errs = {m: stderr([row[m] for row in rows]) for m in rows[0]}
+        columns = per_sample_columns([per_sample(r) for r in scored])
+        for metric, column in columns.items():
+            defined = [v for v in column if v is not None]
+            errs[metric] = stderr(defined)
+            if len(defined) < len(column):
+                missing[metric] = len(column) - len(defined)
     return TaskResult(n=len(records), n_invalid=len(invalid), invalid_ids=invalid, metrics=values,
-                      n_errors=len(errors), error_ids=errors, stderr=errs)
+                      n_errors=len(errors), error_ids=errors, stderr=errs, n_missing=missing)
+
+
+def per_sample_columns(rows: Sequence[Mapping[str, float | None]]) -> dict[str, list[float | None]]:
+    """Per-sample value maps as one column per metric, aligned with the rows: every metric any row gives (in
+    first-seen order), None in a row that has no value for it (the key absent or null)."""
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row))
+    return {m: [_value(row.get(m)) for row in rows] for m in names}
+
+
+def _value(value: Any) -> float | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def judge_names(records: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import ConfigError
+from runner.metrics.core import defined_mean
+from runner.metrics.results import per_sample_columns
 from runner.run.store import record_key
 
 if TYPE_CHECKING:
@@ -125,14 +127,20 @@ def reduce_scores(group_records: Sequence[Record], reducer: str) -> dict[str, An
     """The sample's record with each numeric score reduced over its epochs (the rest: its first epoch's)."""
     combine = value_reducer(reducer)
     first = dict(group_records[0])
-    scores = dict(first.get("scores") or {})
-    for name in scores:
-        values = [float(r["scores"][name]) for r in group_records
-                  if _numeric((r.get("scores") or {}).get(name))]
-        if values and _numeric(scores[name]):
+    scores = dict(_scores(first))
+    # Every score any epoch gave: an epoch without one (or with a null) is left out of its reduction.
+    names = dict.fromkeys(name for r in group_records for name in _scores(r))
+    for name in names:
+        values = [float(_scores(r)[name]) for r in group_records if _numeric(_scores(r).get(name))]
+        if values:
             scores[name] = combine(values)
     first["scores"] = scores
     return first
+
+
+def _scores(record: Record) -> Mapping[str, Any]:
+    scores = record.get("scores")
+    return scores if isinstance(scores, Mapping) else {}
 
 
 @dataclass
@@ -147,8 +155,9 @@ class Samples:
     """Each sample's scored records, in epoch order."""
     records: list[Record]
     """One record per sample: its representative (`mode`), its first with the scores reduced (the others)."""
-    values: dict[str, list[float]]
-    """Per metric that is a mean of per-record values: each sample's value, reduced over its epochs."""
+    values: dict[str, list[float | None]]
+    """Per metric that is a mean of per-record values: each sample's value, reduced over its epochs (None: the
+    sample has no value of it, in none of its epochs; left out of the mean, its interval and its pairs)."""
     metrics: dict[str, float | None]
     """The task's metrics with its epochs reduced (what results.json reports)."""
     pooled: bool
@@ -174,17 +183,14 @@ class Samples:
 
 
 def _mean_metrics(task: BaseTask, records: Sequence[Record], metrics: Mapping[str, float | None]) -> list[str]:
-    """The metrics that are exactly the mean of the records' own values (`BaseTask.sample_scores`)."""
-    own = [task.sample_scores(r) for r in records]
+    """The metrics that are exactly the mean of the records' own values (`BaseTask.sample_scores`), over the
+    records that have one (a record without a value is left out of that mean)."""
+    columns = per_sample_columns([task.sample_scores(r) for r in records])
     out = []
     for metric, value in metrics.items():
-        if value is None or not own:
-            continue
-        values = [s.get(metric) for s in own]
-        if all(v is not None and math.isfinite(v) for v in values):
-            total = math.fsum(float(v) for v in values if v is not None)
-            if math.isclose(total / len(values), float(value), abs_tol=1e-9):
-                out.append(metric)
+        mean = defined_mean(columns.get(metric, ()))
+        if value is not None and mean is not None and math.isclose(mean, float(value), abs_tol=1e-9):
+            out.append(metric)
     return out
 
 
@@ -217,17 +223,18 @@ def per_sample(task: BaseTask, records: Sequence[Record], metrics: Mapping[str, 
             reduced.append(g[0 if at is None else at])
     else:
         reduced = [reduce_scores(g, reducer) for g in groups]
-    values: dict[str, list[float]] = {m: [] for m in mean_metrics}
+    values: dict[str, list[float | None]] = {m: [] for m in mean_metrics}
     combine = None if single or reducer == "mode" else value_reducer(reducer)
     for g, rep in zip(groups, reduced, strict=True):
         if combine is None:
-            own = task.sample_scores(rep)
+            own = per_sample_columns([task.sample_scores(rep)])
             for m in mean_metrics:
-                values[m].append(float(own[m]))
+                values[m].append(own.get(m, [None])[0])
         else:
-            owns = [task.sample_scores(r) for r in g]
+            owns = per_sample_columns([task.sample_scores(r) for r in g])
             for m in mean_metrics:
-                values[m].append(float(combine([float(o[m]) for o in owns])))
+                defined = [v for v in owns.get(m, ()) if v is not None]
+                values[m].append(float(combine(defined)) if defined else None)
     pooled = reducer == "mean"
     out: dict[str, float | None] = dict(metrics)
     if not single:
@@ -235,6 +242,6 @@ def per_sample(task: BaseTask, records: Sequence[Record], metrics: Mapping[str, 
             out = {**dict.fromkeys(metrics), **task.aggregate(reduced).metrics}
             out = {m: out.get(m) for m in metrics}
         for m, vals in values.items():
-            out[m] = math.fsum(vals) / len(vals) if vals else None
+            out[m] = defined_mean(vals)
     return Samples(reducer=reducer, keys=keys, groups=groups, records=reduced, values=values, metrics=out,
                    pooled=pooled)

@@ -11,11 +11,14 @@ holds 94 % coverage at the task's n, `reliable` says false beside the interval (
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from runner.errors import RunnerError
 from runner.metrics.core import stderr
 from runner.metrics.results import judge_names
 from runner.metrics.samples import Samples, per_sample
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
 # two judges: a run whose every interval is Wilson's (accuracy over 0/1 scores) never pays its import.
 
 Record = Mapping[str, Any]
+log = logging.getLogger("runner")
 
 Z95 = 1.959963984540054
 """scipy.special.ndtri(0.975): the two-sided 95 % normal quantile of scipy's Wilson interval."""
@@ -76,12 +80,17 @@ def intervals(task: BaseTask, samples: Samples, *, n_boot: int,
         if values is None:
             others.append(metric)
             reliable[metric] = n >= RELIABLE_FROM["other"]
-        elif all(v in (0.0, 1.0) for v in values):
-            out[metric] = _as_list(wilson95(int(sum(values)), len(values)))
-            reliable[metric] = n >= RELIABLE_FROM["wilson"]
+            continue
+        # Over the samples that have a value (a sample without one is no 0 and no 1: it is left out).
+        defined = [v for v in values if v is not None]
+        if not defined:
+            continue
+        if all(v in (0.0, 1.0) for v in defined):
+            out[metric] = _as_list(wilson95(int(sum(defined)), len(defined)))
+            reliable[metric] = len(defined) >= RELIABLE_FROM["wilson"]
         else:
-            means[metric] = values
-            reliable[metric] = n >= RELIABLE_FROM["mean"]
+            means[metric] = [math.nan if v is None else v for v in values]
+            reliable[metric] = len(defined) >= RELIABLE_FROM["mean"]
     if means or others:
         import numpy as np
 
@@ -130,6 +139,31 @@ def panel_stats(scored: Sequence[Record], *, n_boot: int, seed: int,
     return block
 
 
+def scored_result(task: BaseTask, records: Sequence[Record], *, n_boot: int, seed: int,
+                  epochs: int = 1) -> TaskResult:
+    """The task's results block (`task.aggregate`, then `with_uncertainty`), or, when computing it fails, a block
+    with the counts the records give and `failed` naming why: one task that cannot be aggregated must not lose
+    the other tasks' results (the run writes what it can and exits 1). A RunnerError (bad config) still stops."""
+    try:
+        return with_uncertainty(task, records, task.aggregate(records), n_boot=n_boot, seed=seed, epochs=epochs)
+    except RunnerError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - named in results.json and the closing line, never a lost run
+        why = f"{type(exc).__name__}: {exc}"
+        log.error("task %s: its metrics could not be computed (%s); its records are kept in samples/%s.jsonl, "
+                  "the other tasks' results are written", task.name, why, task.name, exc_info=_debug())
+        scored = [r for r in records if r.get("status") != "error"]
+        return TaskResult(n=len(records), n_invalid=sum(r.get("status") == "invalid" for r in scored),
+                          invalid_ids=[r.get("id") for r in scored if r.get("status") == "invalid"], metrics={},
+                          n_errors=len(records) - len(scored),
+                          error_ids=[r.get("id") for r in records if r.get("status") == "error"], epochs=epochs,
+                          failed=why)
+
+
+def _debug() -> bool:
+    return bool(os.environ.get("RUNNER_DEBUG"))  # not HYDRA_FULL_ERROR: runner/__main__.py sets that itself
+
+
 def with_uncertainty(task: BaseTask, records: Sequence[Record], result: TaskResult, *, n_boot: int,
                      seed: int, epochs: int = 1) -> TaskResult:
     """`result` with its epochs reduced (the task's `reducer`), `ci` and `reliable` for every metric, standard
@@ -138,15 +172,24 @@ def with_uncertainty(task: BaseTask, records: Sequence[Record], result: TaskResu
     scored = [r for r in records if r.get("status") != "error"]
     samples = per_sample(task, scored, result.metrics)
     ci, reliable = intervals(task, samples, n_boot=n_boot, seed=seed)
-    errs = {m: stderr(samples.values[m]) if m in samples.values else e for m, e in result.stderr.items()}
+    errs = {m: stderr(defined(samples.values[m])) if m in samples.values else e for m, e in result.stderr.items()}
+    # Counted per sample (a sample is missing a value when none of its epochs has one).
+    missing = {**{m: k for m, k in result.n_missing.items() if m not in samples.values},
+               **{m: len(v) - len(defined(v)) for m, v in samples.values.items() if len(defined(v)) < len(v)}}
     reducer = getattr(task, "reducer", None) or ("mean" if epochs > 1 else None)
-    out = replace(result, metrics=samples.metrics, ci=ci, reliable=reliable, stderr=errs, epochs=epochs,
-                  reducer=reducer, judge_stats=panel_stats(scored, n_boot=n_boot, seed=seed, samples=samples))
+    out = replace(result, metrics=samples.metrics, ci=ci, reliable=reliable, stderr=errs, n_missing=missing,
+                  epochs=epochs, reducer=reducer,
+                  judge_stats=panel_stats(scored, n_boot=n_boot, seed=seed, samples=samples))
     if epochs <= 1:
         return out
     per_epoch = [task.aggregate([r for r in records if int(r.get("epoch") or 0) == e]).metrics for e in range(epochs)]
     by_epoch = {m: [p.get(m) for p in per_epoch] for m in out.metrics}
     return replace(out, by_epoch=by_epoch, epoch_sd={m: _sd(v) for m, v in by_epoch.items()})
+
+
+def defined(values: Sequence[float | None]) -> list[float]:
+    """The values that are not None."""
+    return [v for v in values if v is not None]
 
 
 def _sd(values: Sequence[float | None]) -> float | None:

@@ -96,7 +96,8 @@ class _SampleScores:
         values = samples.values.get(metric)
         if not values:
             return None
-        return dict(zip(samples.keys, values, strict=True))
+        # A sample without a value of the metric (none of its epochs has one) pairs with nothing.
+        return {k: v for k, v in zip(samples.keys, values, strict=True) if v is not None}
 
 
 def _headline(block: dict[str, Any]) -> str | None:

@@ -22,6 +22,8 @@ def rows(results: Mapping[str, Any]) -> list[Row]:
         counts = tuple(str(block.get(k, "")) for k in ("n", "n_invalid", "n_errors"))
         lines = [(metric, value, intervals.get(metric), reliable.get(metric, True))
                  for metric, value in (block.get("metrics") or {}).items()]
+        if block.get("failed"):  # its metrics could not be computed: say so where they would be
+            lines.append(("(failed)", None, None, True))
         stats = block.get("judge_stats")
         if isinstance(stats, Mapping) and "fleiss_kappa" in stats:  # the panel's reliability
             lines.append(("fleiss_kappa", stats.get("fleiss_kappa"), stats.get("fleiss_kappa_ci"),

@@ -14,8 +14,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from runner.benchmarks.base import summarize
 from runner.config.redact import redact
-from runner.errors import ConfigError
+from runner.errors import ConfigError, RunnerError
 from runner.models.batch_setup import open_batches
 from runner.models.prices import restore as restore_prices
 from runner.outputs.display import Display
@@ -145,7 +146,7 @@ def _run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str
         tracking = True
         task_results, records = asyncio.run(_ask(built, preflight, execute(
             built, planned, store, ctx, show_progress=bool(cfg.progress), n_boot=int(cfg.stats.n_boot), pool=pool)))
-        summary = built.benchmark.summary(built.tasks, task_results)
+        summary = summarize(built.benchmark, built.tasks, task_results)
         blocks = {name: r.to_dict() for name, r in task_results.items()}
         usage, run_info = invocation.record(usage_summary(built, planned), "ok")
         results: dict[str, Any] = {
@@ -176,10 +177,21 @@ def _run(cfg: DictConfig, run_dir: Path, *, group: str | None = None, label: str
             written, _ = audit_run(records, cfg.audit.labels, run_dir, n_boot=int(cfg.stats.n_boot),
                                    seed=int(cfg.seed))
             tracker.log_extra(tables=_audit_tables(json.loads(written.read_text(encoding="utf-8"))))
-        for reporter in built.benchmark.reporters:
-            extras = reporter.report(built.tasks, records, task_results, run_dir)
+        unwritten = []
+        for reporter in built.benchmark.reporters:  # each benchmark's own files; one failing loses no other
+            try:
+                extras = reporter.report(built.tasks, records, task_results, run_dir)
+            except RunnerError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - named in results.json and the closing line (exit 1)
+                unwritten.append(f"{type(reporter).__name__}: {type(exc).__name__}: {exc}")
+                log.error("%s could not write its files: %s: %s", type(reporter).__name__, type(exc).__name__, exc)
+                continue
             if extras:
                 tracker.log_extra(**extras)
+        if unwritten:
+            results["outputs_failed"] = unwritten
+            write_json(run_dir / "results.json", results)
         failed = False
     except BaseException as exc:
         if invocation is not None and not invocation.recorded:  # a failed or interrupted invocation spent too
@@ -232,9 +244,29 @@ def _pool(cfg: DictConfig, built: Any, planned: Plan, run_dir: Path) -> Pool | N
     return Pool(n, plain_config(cfg), run_dir, built)
 
 
-def incomplete(results: dict[str, Any], fail_on_error: float) -> str | None:
-    """Why a run that wrote its results still exits 1: samples ended as errors beyond `fail_on_error` (a
-    share of all samples), or a task has no scored sample. None when every sample was asked and scored."""
+def incomplete(results: dict[str, Any], fail_on_error: float, run_dir: Path) -> str | None:
+    """Why a run that wrote its results still exits 1, and what to do: a task's metrics, the summary or a
+    benchmark's own files could not be computed, samples ended as errors beyond `fail_on_error` (a share of
+    all samples), or a task has no scored sample. None when every sample was asked and scored."""
+    where = f"results are in {run_dir / 'results.json'}"
+    rerun = f"re-run with hydra.run.dir={run_dir} to ask the failed samples again"
+    fix = (f"every record is kept: RUNNER_DEBUG=1 runner rescore {run_dir} shows the traceback, and "
+           "`--write` fills in results.json once the cause is fixed")
+    tasks = results.get("tasks") or {}
+    failed = [f"{name} ({block['failed']})" for name, block in tasks.items() if block.get("failed")]
+    if failed:
+        return f"the metrics of task(s) {'; '.join(failed)} could not be computed; the other tasks' {where}; {fix}"
+    summary = results.get("summary") or {}
+    if summary.get("failed"):
+        return f"the run's summary could not be computed ({summary['failed']}); the tasks' {where}; {fix}"
+    if results.get("outputs_failed"):
+        return (f"some of the benchmark's own files could not be written ({'; '.join(results['outputs_failed'])}); "
+                f"{where}")
+    reason = _unscored(results, fail_on_error)
+    return None if reason is None else f"{reason}; {where}; {rerun}"
+
+
+def _unscored(results: dict[str, Any], fail_on_error: float) -> str | None:
     tasks = results.get("tasks") or {}
     empty = [name for name, block in tasks.items() if block.get("n", 0) - block.get("n_errors", 0) <= 0]
     total = sum(block.get("n", 0) for block in tasks.values())

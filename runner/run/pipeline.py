@@ -306,14 +306,13 @@ async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context,
         store.close()
         await _close_tasks(built.tasks)
     # numpy (the intervals) is imported once the requests are done, not before the first one.
-    from runner.metrics.uncertainty import with_uncertainty
+    from runner.metrics.uncertainty import scored_result
 
     results: dict[str, TaskResult] = {}
     records: dict[str, list[dict[str, Any]]] = {}
     for task in built.tasks:
         scored, records[task.name] = planned.records[task.name].finish()
-        result = with_uncertainty(task, scored, task.aggregate(scored), n_boot=n_boot, seed=ctx.seed,
-                                  epochs=ctx.epochs)
+        result = scored_result(task, scored, n_boot=n_boot, seed=ctx.seed, epochs=ctx.epochs)
         results[task.name] = replace(result, data=loaded[task.name].data, params=task.model_params(built.model))
     return results, records
 

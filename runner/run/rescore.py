@@ -23,10 +23,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from runner.benchmarks.base import Benchmark
+from runner.benchmarks.base import Benchmark, summarize
 from runner.config import allow_code, instantiate, register
 from runner.errors import RunnerError
-from runner.metrics.uncertainty import with_uncertainty
+from runner.metrics.uncertainty import scored_result
 from runner.run.store import SampleStore, key_of, latest, record_key, write_json
 from runner.tasks.base import BaseTask, Context, Loaded
 
@@ -136,10 +136,9 @@ def rescored(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, d
     seed, n_boot = int(cfg.get("seed", 0)), int(OmegaConf.select(cfg, "stats.n_boot", default=1000))
     epochs = int(cfg.get("epochs", 1) or 1)
     # Reduced, with intervals, as the run made them (runner/run/pipeline.py): the same numbers from disk.
-    results = {t.name: replace(with_uncertainty(t, records[t.name], t.aggregate(records[t.name]), n_boot=n_boot,
-                                                seed=seed, epochs=epochs),
+    results = {t.name: replace(scored_result(t, records[t.name], n_boot=n_boot, seed=seed, epochs=epochs),
                                data=sel.loaded[t.name].data, params=_params(t, sel.model)) for t in tasks}
-    return ({name: r.to_dict() for name, r in results.items()}, sel.benchmark.summary(tasks, results),
+    return ({name: r.to_dict() for name, r in results.items()}, summarize(sel.benchmark, tasks, results),
             sel.left_out)
 
 
@@ -176,6 +175,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m runner.rescore") 
     line = left_out_line(left_out)
     if line:
         print(line, file=sys.stderr)
+    failed = [f"{name} ({block['failed']})" for name, block in tasks.items() if block.get("failed")]
+    if summary.get("failed"):
+        failed.append(f"the summary ({summary['failed']})")
     if args.write:
         path = args.run_dir / "results.json"
         results = json.loads(path.read_text()) if path.exists() else {}
@@ -184,6 +186,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m runner.rescore") 
         results["rescore"] = {"left_out": left_out}
         write_json(path, results)
     print(json.dumps(tasks, indent=2))
+    if failed:  # the other tasks' figures are printed (and written): what could not be computed is named
+        print(f"error: rescore: the metrics of {'; '.join(failed)} could not be computed; RUNNER_DEBUG=1 shows "
+              "the traceback", file=sys.stderr)
+        return 1
     return 0
 
 

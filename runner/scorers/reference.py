@@ -28,10 +28,10 @@ class ReferenceMetrics:
     def keys(self, records: Sequence[Mapping[str, Any]]) -> list[str]:
         return metric_names(self.scorer.selected)
 
-    def compute(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    def compute(self, records: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
         return self.scorer.aggregate(records)
 
-    def per_sample(self, record: Mapping[str, Any]) -> dict[str, float]:
+    def per_sample(self, record: Mapping[str, Any]) -> dict[str, float | None]:
         return self.scorer.per_sample(record)
 
 

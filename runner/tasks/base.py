@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from runner.config.redact import redact
 from runner.errors import ConfigError, DataError
+from runner.metrics.core import score_value
 from runner.run.store import record_key
 from runner.tasks.lazy_samples import LazySamples
 from runner.types import Sample, SampleRecord, TaskResult
@@ -218,11 +219,11 @@ class BaseTask:
         """At build time: load and check what the task reads from disk (templates), so a typo stops the
         run before any request. `folders` are where the benchmark's data lives (default: nothing)."""
 
-    def sample_scores(self, record: Mapping[str, Any]) -> dict[str, float]:
+    def sample_scores(self, record: Mapping[str, Any]) -> dict[str, float | None]:
         """A record's own value of each metric that is a mean over samples (for intervals and paired
-        comparisons); default: the record's numeric `scores`."""
-        scores = record.get("scores") or {}
-        return {k: float(v) for k, v in scores.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        comparisons), None where the record has none; default: the record's numeric `scores`."""
+        scores = record.get("scores")
+        return {k: score_value(record, k) for k in scores} if isinstance(scores, Mapping) else {}
 
     def rubric_texts(self) -> list[str]:
         """The text of every judge prompt template this task uses (a changed rubric changes verdicts)."""

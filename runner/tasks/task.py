@@ -104,6 +104,7 @@ class Task(BaseTask):
         self._headline = headline
         self.prompt_dir = Path(prompt_dir) if prompt_dir else None
         self.needs_judges = any(hasattr(s, "rubric_text") for s in self.scorers.values())
+        self._declared: list[str] = []
 
     def prepare(self, folders: Sequence[Path]) -> None:
         """Compile every template and check every scorer's needs now, so a missing template or library
@@ -115,6 +116,8 @@ class Task(BaseTask):
             scorer.prepare(search, f"{where}.scorers.{key}")
         declared = {key: list(s.score_names()) for key, s in self.scorers.items() if hasattr(s, "score_names")}
         _unique_scores(declared, f"{where}.scorers")
+        # A declared score a scorer did not give a sample is written null in its record: missing, explicitly.
+        self._declared = [n for names in declared.values() for n in names if not any(c in n for c in "*?[")]
         specs = self._metric_specs or [m for s in self.scorers.values() for m in s.metrics()]
         self.aggregations = [aggregation(m) if isinstance(m, str) else m for m in specs]
         if len(declared) == len(self.scorers):  # a score of a scorer that says nothing cannot be checked
@@ -171,7 +174,7 @@ class Task(BaseTask):
             parts["task"] = {k: v for k, v in parts["task"].items() if k != "reducer"}
         return {**parts, "prompt": self.solver.messages(sample, shots)}
 
-    def sample_scores(self, record: Mapping[str, Any]) -> dict[str, float]:
+    def sample_scores(self, record: Mapping[str, Any]) -> dict[str, float | None]:
         return {k: v for a in self.aggregations for k, v in a.per_sample(record).items()}
 
     def rubric_texts(self) -> list[str]:
@@ -207,7 +210,7 @@ class Task(BaseTask):
             id=sample.id, task=self.name, prompt=solved.messages, reference=sample.target, response=solved.text,
             answer=next((s.answer for s in scored if s.answer is not None), None),
             judgements=[j.to_dict() for j in judgements],
-            scores={k: v for s in scored for k, v in s.scores.items()},
+            scores={**dict.fromkeys(self._declared), **{k: v for s in scored for k, v in s.scores.items()}},
             status="invalid" if any(j.status != "ok" for j in judgements) else "ok", model=ctx.model.name,
             usage={"model": solved.usage(),
                    "judges": {k: v for s in scored for k, v in s.judge_usage.items()}},

@@ -55,6 +55,11 @@ def banners(results: dict[str, Any], run: Run) -> list[dict[str, str]]:
     if errors:
         out.append({"kind": "errors", "text": f"{errors} sample(s) ended as errors and are left out of the "
                                               "metrics (filter the samples by 'error')."})
+    failed = [f"{name} ({b['failed']})" for name, b in (results.get("tasks") or {}).items()
+              if isinstance(b, dict) and b.get("failed")]
+    if failed:
+        out.append({"kind": "errors", "text": f"The metrics of {'; '.join(failed)} could not be computed; their "
+                                              "samples are shown (runner rescore DIR recomputes them)."})
     return out
 
 

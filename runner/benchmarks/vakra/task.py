@@ -19,7 +19,7 @@ from runner.benchmarks.vakra.agent_files import agent_turn, submission
 from runner.benchmarks.vakra.dialogues import RERUN, Call, DomainFiles, answer_text, gt_turns, pred_turn, read_domain
 from runner.benchmarks.vakra.policy import run_policy_judge
 from runner.benchmarks.vakra.replay import DATA_TOOL, Outcome, Replayer
-from runner.benchmarks.vakra.report import domain_result
+from runner.benchmarks.vakra.report import dialogue_score, domain_result, paired
 from runner.benchmarks.vakra.scoring import RESPONSE_WINDOW, TurnScore, TurnScorer, aggregate
 from runner.benchmarks.vakra.servers import DomainServers, ServerUnavailable, StartLedger, server_spec
 from runner.run.provenance import data_block
@@ -258,6 +258,13 @@ class DomainTask(BaseTask):
 
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
         return domain_result(records, self.pairing())
+
+    def sample_scores(self, record: Mapping[str, Any]) -> dict[str, float | None]:
+        """`mean_dialogue_score` is the mean over paired dialogues: a dialogue without a prediction has no value
+        of it (None, left out of its interval and a sweep's pairs), though VAKRA's overall mean counts it 0."""
+        if not paired([record]):
+            return {"mean_dialogue_score": None}
+        return {"mean_dialogue_score": dialogue_score(record)}
 
     async def close(self) -> None:
         if self.servers is not None:

@@ -112,14 +112,17 @@ class PairwiseTask(BaseTask):
             calls[judge.name].append(call)
             used[judge.name].append(usage)
         entries = [combine(name, judge_calls) for name, judge_calls in calls.items()]
-        scores: dict[str, float] = {}
+        # A judge whose reply did not parse gives no credit: its scores are null (missing), never a 0.
+        scores: dict[str, float | None] = {}
+        valid: list[float] = []
         for e in entries:
-            if e["status"] == "ok":
-                for model in (self.model_a, self.model_b):
-                    scores[f"alpaca_win_rate/{e['judge']}/{model}"] = credit(e["verdict"], model)
-        valid = [scores[f"alpaca_win_rate/{e['judge']}/{self.model_a}"] for e in entries if e["status"] == "ok"]
-        if valid:  # the sample's headline value: model A's credit (1 win, 1/2 tie), mean over valid judges
-            scores[self.headline] = sum(valid) / len(valid)
+            for model in (self.model_a, self.model_b):
+                given = credit(e["verdict"], model) if e["status"] == "ok" else None
+                scores[f"alpaca_win_rate/{e['judge']}/{model}"] = given
+                if given is not None and model == self.model_a:
+                    valid.append(given)
+        # The sample's headline value: model A's credit (1 win, 1/2 tie), mean over valid judges (null: none).
+        scores[self.headline] = sum(valid) / len(valid) if valid else None
         return SampleRecord(
             id=sample.id, task=self.name, prompt=sample.input, reference=sample.target,
             response=f"{self.model_a}:\n{answers[self.model_a]}\n\n{self.model_b}:\n{answers[self.model_b]}",

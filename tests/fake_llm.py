@@ -42,6 +42,17 @@ outcome of the batches created, in order (``{"status": "expired", "done": N}``: 
 the rest ``batch_expired``; ``{"status": "failed"}``); then ``completed``. ``batch_lines`` records every line
 submitted (batch id, custom_id, body), ``batches`` and ``files`` the server's state.
 
+Reasoning models, as they answer: ``reasoning`` (text, or a callable given the request body; None: none)
+is the model's thinking before its reply, sent as ``message.reasoning_content`` (``reasoning_style="field"``,
+as o-series proxies, DeepSeek and vLLM's reasoning parser do) or inline as a leading ``<think>…</think>``
+block of the content (``"think"``, as Qwen3 and DeepSeek-R1 served raw do); its words count in
+``completion_tokens`` and in ``completion_tokens_details.reasoning_tokens``. With ``enforce_max_tokens`` a
+request's ``max_tokens`` (or ``max_completion_tokens``) bounds reasoning plus reply in words, as a real server
+bounds tokens: what does not fit is cut, and ``finish_reason`` is ``length`` (a cut inside the reasoning
+leaves an unclosed ``<think>`` and no reply). ``served_model`` is the dated name the reply's ``model`` gives
+(e.g. ``fake-model-2026-01-15``); None: the requested name. A reply (a rule's, the default's) may also be a
+dict ``{"content", "reasoning", "finish_reason", "model"}`` for one reply's own values.
+
 Library use: ``with FakeLLM(default="B") as srv: ... srv.base_url ...``
 CLI use:     ``python tests/fake_llm.py --port 0 --latency 0.2 --default B``
              prints ``READY http://127.0.0.1:PORT/v1`` and serves until SIGTERM/SIGINT.
@@ -64,7 +75,7 @@ from typing import Any
 
 from aiohttp import web
 
-Reply = str | Callable[[dict[str, Any]], str]
+Reply = str | dict[str, Any] | Callable[[dict[str, Any]], "str | dict[str, Any]"]
 Step = dict[str, Any]
 FAULT_KINDS = frozenset({"401", "403", "404", "429", "quota", "500", "503", "timeout", "broken", "disconnect"})
 # What a real provider says for each refusal, so the client maps them as it would in production.
@@ -97,6 +108,22 @@ def _match_text(body: dict[str, Any]) -> str:
 
 def _words(text: str) -> int:
     return max(1, len(text.split()))
+
+
+def _bounded(content: str, thinking: str | None, body: dict[str, Any]) -> tuple[str, str | None, bool]:
+    """(content, reasoning, cut): both within the request's max_tokens in words, reasoning first (a reasoning
+    model thinks before it answers); unchanged when the body sets no limit."""
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        return content, thinking, False
+    thought = thinking.split() if thinking else []
+    if len(thought) >= limit and thought:
+        return "", " ".join(thought[:limit]), len(thought) > limit or bool(content.split())
+    words = content.split()
+    room = limit - len(thought)
+    if len(words) <= room:
+        return content, thinking, False
+    return " ".join(words[:room]), thinking, True
 
 
 def _error(status: int, message: str, etype: str, headers: dict[str, str] | None = None) -> web.Response:
@@ -399,11 +426,21 @@ class FakeLLM(_Batches):
         batch_polls: int = 2,
         batch_seconds: float = 0.0,
         batch_script: Sequence[dict[str, Any]] = (),
+        reasoning: str | Callable[[dict[str, Any]], str] | None = None,
+        reasoning_style: str = "field",
+        enforce_max_tokens: bool = False,
+        served_model: str | None = None,
     ) -> None:
         bad = [f for f in faults if f not in FAULT_KINDS]
         if bad:
             raise ValueError(f"unknown fault kinds {bad}; expected one of {sorted(FAULT_KINDS)}")
+        if reasoning_style not in ("field", "think"):
+            raise ValueError(f"reasoning_style must be 'field' or 'think', got {reasoning_style!r}")
         self.rules = list(rules)
+        self.reasoning = reasoning
+        self.reasoning_style = reasoning_style
+        self.enforce_max_tokens = enforce_max_tokens
+        self.served_model = served_model
         self.tool_scripts = list(tool_scripts)
         self.max_in_flight = max_in_flight
         self.in_flight = 0
@@ -556,8 +593,8 @@ class FakeLLM(_Batches):
         data = [{"id": self.model, "object": "model", "created": 0, "owned_by": "fake-llm"}]
         return web.json_response({"object": "list", "data": data})
 
-    def reply_for(self, body: dict[str, Any]) -> str:
-        """The deterministic reply text for a request body."""
+    def reply_for(self, body: dict[str, Any]) -> str | dict[str, Any]:
+        """The deterministic reply (text, or a dict of one reply's own values) for a request body."""
         text = _match_text(body)
         for pattern, reply in list(self.rules):
             if re.search(pattern, text, re.S):
@@ -678,8 +715,19 @@ class FakeLLM(_Batches):
         """The chat completion answering `body` (attempt `attempt` of the distinct body `key`)."""
         step = self.step_for(body)
         calls = (step or {}).get("tool_calls")
-        content = str(step.get("content") or "") if step is not None else self.reply_for(body)
+        reply = dict(step) if step is not None else self.reply_for(body)
+        spec = reply if isinstance(reply, dict) else {"content": reply}
+        content = str(spec.get("content") or "")
+        thinking = spec.get("reasoning", self.reasoning)
+        thinking = thinking(body) if callable(thinking) else thinking
+        finish = spec.get("finish_reason")
+        content, thinking, cut = _bounded(content, thinking, body if self.enforce_max_tokens else {})
+        finish = finish or ("length" if cut else "tool_calls" if calls else "stop")
+        if thinking is not None and self.reasoning_style == "think":
+            content = f"<think>{thinking}" + ("" if cut and not content else "</think>\n") + content
         message: dict[str, Any] = {"role": "assistant", "content": content}
+        if thinking is not None and self.reasoning_style == "field":
+            message["reasoning_content"] = thinking
         if calls:
             message = {"role": "assistant", "content": content or None, "tool_calls": [
                 {"id": f"call_{key[:8]}_{i}", "type": "function",
@@ -689,19 +737,24 @@ class FakeLLM(_Batches):
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         prompt = _words("\n".join(_text_of(m.get("content")) for m in messages))
         completion = _words(content + " " + json.dumps(calls)) if calls else _words(content)
+        thought = len(thinking.split()) if thinking else 0
+        if thinking is not None and self.reasoning_style == "field":
+            completion += thought  # reasoning is billed as output tokens, though not in the content
         usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
                                  "total_tokens": prompt + completion}
+        if thinking is not None:
+            usage["completion_tokens_details"] = {"reasoning_tokens": thought}
         usage.update((self.usage(body) if callable(self.usage) else self.usage) or {})
         return {
             "id": f"chatcmpl-fake-{key[:16]}-{attempt}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": body.get("model", self.model),
+            "model": spec.get("model") or self.served_model or body.get("model", self.model),
             "choices": [
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": "tool_calls" if calls else "stop",
+                    "finish_reason": finish,
                     "logprobs": None,
                 }
             ],

@@ -168,13 +168,15 @@ def test_report_on_vakra_and_win_rate_runs_notes_what_it_cannot_pair_and_never_c
         interval = own_interval(res["tasks"][row["task"]], row["metric"])
         assert [_num(row["ci_low"]), _num(row["ci_high"])] == (interval or [None, None])
 
-    # VAKRA's headline is a mean over paired dialogues with no per-sample value of its own: skipped, said so;
-    # the win-rate task ran once: nothing to pair.
-    assert read_csv(report / "pairs.csv") == []
+    # VAKRA's headline is the mean over paired dialogues: each paired dialogue's score is its value (a dialogue
+    # without a prediction has none, issue 41), so the two runs pair on the dialogues both scored; the same
+    # predictions and judge give the same scores: a difference of 0. The win-rate task ran once: nothing to pair.
+    pairs = read_csv(report / "pairs.csv")
+    paired = json.loads((runs / "vakra_a" / "results.json").read_text())["tasks"]["weather"]["n_paired"]
+    assert [(r["task"], r["metric"], r["model_a"], r["model_b"], int(r["n"]), float(r["diff"])) for r in pairs] == [
+        ("weather", "mean_dialogue_score", "vakra_a", "vakra_b", paired, 0.0)]
     md = (report / "pairs.md").read_text()
-    assert "`weather`: its headline metric `mean_dialogue_score` has no per-sample value" in md
-    assert "x_vs_y" not in md
-    assert not (report / "pairs.png").exists()
+    assert "has no per-sample value" not in md and "x_vs_y" not in md
 
 
 def test_report_of_runs_without_config_or_samples_notes_them(tmp_path):

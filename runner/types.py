@@ -77,6 +77,8 @@ class Usage:
     """USD; None when the price is not known (never a 0 made of nothing); cache hits cost 0."""
     cached: bool = False
     retries: int = 0
+    reasoning_tokens: int = 0
+    """Of `completion_tokens`, those the model spent reasoning (as the provider reports them; 0: none said)."""
 
     def __add__(self, other: Usage) -> Usage:
         """The accounting of both calls: every count summed, `cached` only when both were cache hits."""
@@ -84,7 +86,8 @@ class Usage:
                      completion_tokens=self.completion_tokens + other.completion_tokens,
                      cost=None if self.cost is None or other.cost is None else self.cost + other.cost,
                      cached=self.cached and other.cached,
-                     retries=self.retries + other.retries)
+                     retries=self.retries + other.retries,
+                     reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens)
 
 
 @dataclass(frozen=True)
@@ -92,14 +95,41 @@ class ModelOutput:
     """What one chat completion returned."""
 
     text: str
-    """The assistant message content ('' when the model said nothing)."""
+    """The assistant message content ('' when the model said nothing), without its reasoning."""
     model: str
     """The served model id the provider reported."""
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
+    """Why the reply ended, as the provider says: `stop`, `length` (cut at the token limit), `tool_calls`,
+    `content_filter`; None when it said nothing."""
+    reasoning: str | None = None
+    """What the model thought before it answered (a provider's reasoning field or thinking blocks, or a leading
+    `<think>` block of the content, closed or not); None when there is none. Never in `text`."""
     tool_calls: tuple[dict[str, str], ...] = ()
     """Function calls the model asked for, in its order: `{"id", "name", "arguments"}` (arguments as the
     JSON text the model wrote, unparsed: a malformed one is the model's answer, not the runner's error)."""
+
+
+def reply_fields(output: ModelOutput | None) -> dict[str, Any]:
+    """A record's fields about the model's final reply: `finish_reason`, `reasoning`, `served_model`."""
+    if output is None:
+        return {"finish_reason": None, "reasoning": None, "served_model": None}
+    return {"finish_reason": output.finish_reason, "reasoning": output.reasoning, "served_model": output.model}
+
+
+def record_usage(solved: Solved | None, judges: dict[str, Any]) -> dict[str, Any]:
+    """A record's `usage`: the model's calls (`model`), each judge's (`judges`) and, where the provider reported
+    any, the model's `reasoning_tokens` (part of its completion tokens)."""
+    model = solved.usage() if solved is not None else None
+    out: dict[str, Any] = {**({"model": model} if model is not None else {}), "judges": judges}
+    if model is not None and model.get("reasoning_tokens"):
+        out["reasoning_tokens"] = model["reasoning_tokens"]
+    return out
+
+
+CURRENT_REPLY: ContextVar[ModelOutput | None] = ContextVar("current_reply", default=None)
+"""The model's reply being scored (set by the task while its scorers run): a scorer that reads an answer needs
+its `finish_reason` (a reply cut at the token limit is read only from an explicit answer statement)."""
 
 
 @dataclass(frozen=True)
@@ -201,6 +231,13 @@ class SampleRecord:
     usage: dict[str, Any] = field(default_factory=dict)
     """Per-role accounting: {"model": {...}, "judges": {name: {...}}}."""
     extra: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str | None = None
+    """Why the model's final reply ended (`stop`, `length`: cut at the token limit, `tool_calls`, ...); None when
+    the provider said nothing or no model was asked."""
+    reasoning: str | None = None
+    """The model's reasoning before its final reply (never in `response`; readers and judges never see it)."""
+    served_model: str | None = None
+    """The model the provider's reply names (e.g. a dated snapshot)."""
     read_by: str | None = None
     """Who read the answer from a multiple-choice reply: `rules`, or `extractor` (the task's extractor model,
     whose raw reply is in `extra.extractor`); None where no choice scorer read one."""
@@ -232,6 +269,9 @@ class TaskResult:
     """Standard error of each metric that is a mean over samples (absent for P/R/F1 and the like)."""
     counts: dict[str, int] = field(default_factory=dict)
     """Task-specific counts that are not rates (kept out of `metrics`, whose values are rates)."""
+    n_truncated: int = 0
+    """Scored replies whose final reply ended at the token limit (`finish_reason` `length`): read only from an
+    explicit answer statement before the cut, judged as they are, and counted here (raise `max_tokens`)."""
     n_missing: dict[str, int] = field(default_factory=dict)
     """Per metric that is a mean over samples: the scored samples that have no value of it (a score a scorer
     gave only sometimes, agreement where no judge gave a parsed verdict), left out of its mean; only metrics
@@ -257,6 +297,9 @@ class TaskResult:
     params: dict[str, Any] | None = None
     """The effective params of the task's model requests (entry < task < run-level `params`); None where the
     task asks no model."""
+    params_dropped: dict[str, Any] | None = None
+    """Params set for the task's model requests that litellm would not send that model, left out because the
+    entry says `drop_params: true` (`{}`: none); None where the task asks no model."""
     failed: str | None = None
     """Why the task's metrics could not be computed (`ExceptionType: message`): its counts come from the records
     alone, its metrics are absent, and the run exits 1 (the other tasks keep theirs)."""
@@ -265,7 +308,7 @@ class TaskResult:
         """JSON-ready form with the contract's keys first (`judge_stats` only where two or more judged, `failed`
         only where the metrics could not be computed)."""
         out = asdict(self)
-        for key in ("judge_stats", "failed"):
+        for key in ("judge_stats", "failed", "params_dropped"):
             if out[key] is None:
                 del out[key]
         return out

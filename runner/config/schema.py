@@ -37,7 +37,10 @@ class ModelConfig:
     """Requests in flight follow the provider: start below `concurrency`, grow while calls succeed, halve on
     a 429 or an exhausted rate-limit window (runner/models/limiter.py); false keeps them at `concurrency`."""
     params: dict[str, Any] = field(default_factory=dict)
-    """Passed to the provider (temperature, max_tokens, ...)."""
+    """Passed to the provider (temperature, max_tokens, reasoning_effort, ...)."""
+    drop_params: bool = False
+    """A param litellm would not send to this model (the provider does not take it) stops the run before any
+    request; true leaves such params out of every request and records them (results.json `params_dropped`)."""
     timeout: float = 120.0
     """Seconds per attempt."""
     max_retries: int = 5

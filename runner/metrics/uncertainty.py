@@ -144,8 +144,11 @@ def scored_result(task: BaseTask, records: Sequence[Record], *, n_boot: int, see
     """The task's results block (`task.aggregate`, then `with_uncertainty`), or, when computing it fails, a block
     with the counts the records give and `failed` naming why: one task that cannot be aggregated must not lose
     the other tasks' results (the run writes what it can and exits 1). A RunnerError (bad config) still stops."""
+    # Counted from the records alone, so a task whose metrics fail still says how many replies were cut.
+    cut = sum(1 for r in records if r.get("status") != "error" and r.get("finish_reason") == "length")
     try:
-        return with_uncertainty(task, records, task.aggregate(records), n_boot=n_boot, seed=seed, epochs=epochs)
+        result = with_uncertainty(task, records, task.aggregate(records), n_boot=n_boot, seed=seed, epochs=epochs)
+        return replace(result, n_truncated=cut)
     except RunnerError:
         raise
     except Exception as exc:  # noqa: BLE001 - named in results.json and the closing line, never a lost run
@@ -157,7 +160,7 @@ def scored_result(task: BaseTask, records: Sequence[Record], *, n_boot: int, see
                           invalid_ids=[r.get("id") for r in scored if r.get("status") == "invalid"], metrics={},
                           n_errors=len(records) - len(scored),
                           error_ids=[r.get("id") for r in records if r.get("status") == "error"], epochs=epochs,
-                          failed=why)
+                          n_truncated=cut, failed=why)
 
 
 def _debug() -> bool:

@@ -20,8 +20,8 @@ BATCH_PRICING_KEYS = ("batch_input_per_mtok", "batch_output_per_mtok")
 """Optional in `pricing`: what a request sent in a provider batch costs (else half of PRICING_KEYS')."""
 MONEY_KEYS = ("cost_usd", "saved_usd", "cost")
 """Sums that are null as soon as one part is null (an unknown price)."""
-COUNT_KEYS = ("requests", "cached_requests", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
-               "cached_completion_tokens", "retries", "failures", "successes", "cache_hits")
+COUNT_KEYS = ("requests", "cached_requests", "prompt_tokens", "completion_tokens", "reasoning_tokens",
+              "cached_prompt_tokens", "cached_completion_tokens", "retries", "failures", "successes", "cache_hits")
 
 
 def parse_pricing(pricing: Mapping[str, Any] | None, where: str) -> tuple[float, float] | None:
@@ -124,6 +124,8 @@ class Stats:
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Of `completion_tokens`, those the provider says the model spent reasoning (priced as output tokens)."""
     cost_usd: float = 0.0
     unpriced: int = 0
     cached_prompt_tokens: int = 0
@@ -138,10 +140,12 @@ class Stats:
     pending: list[tuple[int, int]] = field(default_factory=list, repr=False)
     """Token counts of cache hits not valued yet (valued by `settle`, when litellm is surely loaded)."""
 
-    def reply(self, prompt_tokens: int, completion_tokens: int, cost: float | None) -> None:
-        """A reply received from the provider; `cost` None when its price is unknown."""
+    def reply(self, prompt_tokens: int, completion_tokens: int, cost: float | None, *, reasoning: int = 0) -> None:
+        """A reply received from the provider; `cost` None when its price is unknown; `reasoning` of its
+        completion tokens were reasoning."""
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
+        self.reasoning_tokens += reasoning
         if cost is None:
             self.unpriced += 1
         else:
@@ -176,7 +180,8 @@ class Stats:
         cost = None if self.unpriced else self.cost_usd
         return {"requests": self.requests, "cached_requests": self.cache_hits,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "cost_usd": cost, "cached_prompt_tokens": self.cached_prompt_tokens,
+                "reasoning_tokens": self.reasoning_tokens, "cost_usd": cost,
+                "cached_prompt_tokens": self.cached_prompt_tokens,
                 "cached_completion_tokens": self.cached_completion_tokens,
                 "saved_usd": None if self.unsaved or self.pending else self.saved_usd,
                 "retries": self.retries, "failures": self.failures, "successes": self.successes,

@@ -25,6 +25,7 @@ from runner.errors import CallError, EndpointError
 from runner.models.batch_journal import TERMINAL, Entry, Journal, counts_of, first_error, result_lines, track
 from runner.models.budget import worst_case
 from runner.models.failures import classify
+from runner.models.sent_params import unsent
 from runner.models.tokens import count_tokens
 from runner.types import CURRENT_SAMPLE, ModelOutput
 
@@ -130,7 +131,7 @@ class Batcher:
         """The body litellm would send for `req` to this provider (its parameter mapping and transformation)."""
         litellm = self.litellm
         model, provider, _, _ = litellm.get_llm_provider(req["model"], api_base=req.get("api_base"))
-        params = {k: v for k, v in req.items() if k not in ("model", "api_base", "messages")}
+        params = {k: v for k, v in unsent(req).items() if k not in ("model", "api_base", "messages")}
         optional = litellm.get_optional_params(model=model, custom_llm_provider=provider, **params)
         config = litellm.ProviderConfigManager.get_provider_chat_config(model=model,
                                                                          provider=litellm.LlmProviders(provider))

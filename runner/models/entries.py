@@ -31,7 +31,8 @@ def endpoint_from_config(cfg: dict[str, Any], cache: ResponseCache | None,
                     timeout=float(entry["timeout"]), max_retries=int(entry["max_retries"]), cache=cache,
                     backoff_base=float(entry["backoff"]), origin=entry.get("origin"),
                     adaptive=bool(entry["adaptive"]), pricing=entry["pricing"], batch=entry["batch"],
-                    batch_size=entry["batch_size"], batch_wait=entry["batch_wait"])
+                    batch_size=entry["batch_size"], batch_wait=entry["batch_wait"],
+                    drop_params=bool(entry["drop_params"]))
 
 
 RUNTIME_FIELDS = ("cache", "budget", "stats", "served_models")

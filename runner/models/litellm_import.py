@@ -67,7 +67,8 @@ def import_litellm() -> Any:
             litellm.suppress_debug_info = True
             litellm.set_verbose = False  # type: ignore[attr-defined]  # exists, not re-exported
             litellm.telemetry = False
-            litellm.drop_params = True  # a provider that lacks a param drops it instead of failing
+            # Never drop a param silently: the run decides what is sent before any request (sent_params.py).
+            litellm.drop_params = False
             litellm.callbacks = []
             litellm.success_callback = []
             litellm.failure_callback = []

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from runner.config.redact import redact_text
 from runner.errors import CallError, EndpointError, repeating_fault
 from runner.models import batch_costs, failures
 from runner.models.accounting import Stats, money, parse_pricing, priced, response_cost, token_count
@@ -27,11 +25,14 @@ from runner.models.batch import Batcher
 from runner.models.budget import Budget, worst_case
 from runner.models.cache import ResponseCache, request_key
 from runner.models.direct_calls import DirectCalls
-from runner.models.failures import REFUSED, classify, http_status, quota_exhausted, retry_after, unreachable
+from runner.models.failures import classify, http_status, retry_after, unreachable
+from runner.models.keys import failure_line, key_variables, missing_key, refusal_line
 from runner.models.limiter import Limiter
 from runner.models.litellm_import import import_litellm as _import_litellm
 from runner.models.litellm_import import litellm_ready
 from runner.models.prices import in_use as price_file_in_use
+from runner.models.reasoning import reasoning_of, reasoning_tokens
+from runner.models.sent_params import EPOCH_KEY, ParamsBook, SentParams, unsent
 from runner.models.tokens import count_tokens as count_tokens  # re-exported: dry runs and tests count with it
 from runner.models.tokens import prices
 from runner.models.tool_calls import requested_calls
@@ -46,8 +47,6 @@ DEAD_AFTER = 10
 (exit 3) when the endpoint had answered before, instead of failing every sample left: each has retried for ~30 s
 with the default backoff, so this is no blip."""
 
-# Names of environment variables that hold credentials (not an API base, project or region).
-_KEY_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_AUTH_TOKEN", "_ACCESS_KEY_ID", "_SECRET_ACCESS_KEY")
 
 
 @dataclass
@@ -94,6 +93,10 @@ class Endpoint:
     batch_size: int = batch_costs.DEFAULT_BATCH_SIZE
     batch_wait: float = batch_costs.DEFAULT_BATCH_WAIT_S
     _batcher: Batcher | None = field(default=None, repr=False)
+    drop_params: bool = False
+    """Leave out (and record) a param litellm would not send to this model, instead of stopping the run."""
+    _sent: ParamsBook = field(default_factory=ParamsBook, repr=False)
+    """What is sent for each distinct set of effective params (sent_params.py), decided once each."""
 
     def __post_init__(self) -> None:
         self._prices = parse_pricing(self.pricing, self.name)
@@ -111,16 +114,27 @@ class Endpoint:
         e.g. EVE MCQ's 64 tokens), under the run's (`params.max_tokens=4096` raises every task's)."""
         return {**self.params, **(params or {}), **self.run_params}
 
+    def sent(self, params: Mapping[str, Any] | None = None) -> SentParams:
+        """What a request for a task with these `params` really carries (the effective params, less what litellm
+        would not send this model, which stops the run unless the entry's `drop_params`): decided once per task,
+        before any request (sent_params.py); every consumer (request, fingerprint, results, plan, budget, cache)
+        reads this."""
+        return self._sent.get(params, self)
+
     def request(self, messages: list[dict[str, Any]], *, params: Mapping[str, Any] | None = None,
                 response_format: dict[str, Any] | None = None,
                 tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The full request: everything that determines the reply (the cache key), minus the key."""
         req: dict[str, Any] = {"model": self.model, "api_base": self.api_base, "messages": messages}
-        req.update(self.effective_params(params))
+        sent = self.sent(params)
+        req.update(sent.params)
         epoch = CURRENT_EPOCH.get()
         if epoch is not None:  # each epoch its own request: a seed of its own (and so its own cache entry)
-            req["seed"] = int(req["seed"]) + epoch[0] if "seed" in req else epoch[1]
-        if response_format is not None:
+            if sent.seed:
+                req["seed"] = int(req["seed"]) + epoch[0] if "seed" in req else epoch[1]
+            else:  # a provider without seeds (Anthropic): the epoch still keys the cache, and is not sent
+                req[EPOCH_KEY] = epoch[0]
+        if response_format is not None and sent.structured:
             req["response_format"] = response_format
         if tools:
             req["tools"] = tools
@@ -156,9 +170,10 @@ class Endpoint:
                     self.stats.cached(pt, ct, None)  # at today's prices in usage()
                 self.served_models.add(hit["model"])
                 return ModelOutput(text=hit["text"], model=hit["model"],
-                                   finish_reason=hit.get("finish_reason"),
+                                   finish_reason=hit.get("finish_reason"), reasoning=hit.get("reasoning"),
                                    tool_calls=tuple(hit.get("tool_calls") or ()),
-                                   usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=0.0, cached=True))
+                                   usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=0.0, cached=True,
+                                               reasoning_tokens=token_count(hit.get("reasoning_tokens")) or 0))
         # An agent's turns (requests offering tools) go directly: each waits for the last (docs/batch.md).
         out, litellm_cost = await (self._call_with_retries(req) if self._batcher is None or req.get("tools") else
                                    self._batcher.send(req, key or request_key(self.identity(req))))
@@ -166,7 +181,9 @@ class Endpoint:
             self.cache.put(key, {"text": out.text, "model": out.model, "finish_reason": out.finish_reason,
                                  "prompt_tokens": out.usage.prompt_tokens,
                                  "completion_tokens": out.usage.completion_tokens, "cost_usd": litellm_cost,
-                                 **({"tool_calls": list(out.tool_calls)} if out.tool_calls else {})})
+                                 **({"tool_calls": list(out.tool_calls)} if out.tool_calls else {}),
+                                 **({"reasoning": out.reasoning, "reasoning_tokens": out.usage.reasoning_tokens}
+                                    if out.reasoning or out.usage.reasoning_tokens else {})})
         return out
 
     async def _call_with_retries(self, req: dict[str, Any]) -> tuple[ModelOutput, float | None]:
@@ -195,7 +212,7 @@ class Endpoint:
                     # A guard in case the client ignores its own timeout; unlike wait_for it runs the call in
                     # this task instead of a new one per attempt.
                     async with asyncio.timeout(self.timeout + 5):
-                        resp = await self._direct.complete(litellm, {**req, "api_key": self.api_key,
+                        resp = await self._direct.complete(litellm, {**unsent(req), "api_key": self.api_key,
                                                                      "timeout": self.timeout, "num_retries": 0,
                                                                      "max_retries": 0})
                     limiter.succeeded(sent_in, (getattr(resp, "_hidden_params", None) or {}).get("additional_headers"))
@@ -280,49 +297,19 @@ class Endpoint:
         return self._limiter
 
     def _describe(self, exc: BaseException) -> str:
-        where = self.api_base or "the provider's default endpoint"
-        bad = failures.malformed_reply(exc)
-        # litellm puts a traceback of its own into some messages: the line says what, not where in litellm
-        text = f"the reply is no usable chat completion: {bad}" if bad else \
-            f"{type(exc).__name__}: " + " ".join(str(exc).split("Traceback (most recent call last)")[0].split())[:300]
-        return redact_text(f"{self.name} ({self.model} at {where}): {text}")
+        return failure_line(self.name, self.model, self.api_base, exc)
 
     def _refused(self, exc: BaseException) -> str:
-        status = http_status(exc)
-        where = self.api_base or "the provider's default endpoint"
-        what = REFUSED.get(status or 0, type(exc).__name__)
-        if quota_exhausted(exc):
-            what, todo = "the account's quota is used up", "check the provider account's plan and billing"
-        elif status == 404:
-            todo = f"check the entry's model ('{self.model}') and api_base"
-        elif self.api_key:
-            todo = "check the entry's api_key (or the variable it reads)"
-        else:
-            todo = f"check {' or '.join(self.key_variables()) or 'the provider API key variable'}"
-        return redact_text(f"{self.name}: HTTP {status or '?'} from {self.model} at {where} ({what}); {todo}; "
-                           "not retried, the run stops")
+        return refusal_line(self.name, self.model, self.api_base, bool(self.api_key), exc)
 
     def key_variables(self) -> list[str]:
         """The environment variables litellm reads this entry's key from (empty when it needs none)."""
-        litellm = _import_litellm()
-        saved = {k: os.environ.pop(k) for k in list(os.environ) if k.endswith(_KEY_SUFFIXES)}
-        try:  # with every key variable hidden, litellm names the ones this provider needs
-            missing = litellm.validate_environment(model=self.model, api_base=self.api_base)["missing_keys"]
-        except Exception:  # noqa: BLE001 - an unknown provider: nothing to name
-            missing = []
-        finally:
-            os.environ.update(saved)
-        return [m for m in missing if m.endswith(_KEY_SUFFIXES)]
+        return key_variables(self.model, self.api_base)
 
     def missing_key(self) -> str | None:
         """Before any request: the variable(s) to set when this entry has no key and its provider needs one
         (a variable set to the empty string is no key either)."""
-        if self.api_key:
-            return None
-        keys = self.key_variables()
-        if not keys or any(os.environ.get(k) for k in keys):  # e.g. GEMINI_API_KEY or GOOGLE_API_KEY
-            return None
-        return " or ".join(keys)
+        return None if self.api_key else missing_key(self.model, self.api_base)
 
     def _output(self, resp: Any, litellm: Any, batch: str = "") -> tuple[ModelOutput, float | None]:
         """The reply, and litellm's cost of it (None: unknown) for the cache; accounted in the stats (`batch`: "owned"
@@ -330,10 +317,13 @@ class Endpoint:
         untrusted text: no usable message is MalformedReply (retried), lone surrogates become U+FFFD and impossible
         token counts count 0 with an unknown cost, each with a note in the sample's record."""
         choice = failures.chat_choice(resp)
-        text, replaced = clean_text(getattr(choice.message, "content", None) or "")
+        content, replaced = clean_text(getattr(choice.message, "content", None) or "")
+        # The reasoning never stays in the text: readers and judges see the answer alone.
+        text, reasoning = reasoning_of(choice.message, content)
+        reasoning, thought = clean_text(reasoning) if reasoning is not None else (None, 0)
         calls = [clean_strings(call) for call in requested_calls(choice.message)]
         served, n = clean_text(str(getattr(resp, "model", None) or self.model))
-        if replaced + n + sum(k for _, k in calls):
+        if replaced + thought + n + sum(k for _, k in calls):
             note(f"lone surrogates (half of a UTF-16 pair, e.g. a cut emoji) in the reply of {self.name} replaced "
                  "by U+FFFD")
         usage = getattr(resp, "usage", None)
@@ -349,12 +339,15 @@ class Endpoint:
             log.warning("%s reported %s: counted as 0 tokens and an unknown cost (a note in the record)",
                         self.name, wrong)
         shared = batch == "shared"
-        self.stats.cached(pt, ct, cost, final=True) if shared else self.stats.reply(pt, ct, cost)
+        rt = 0 if wrong else min(reasoning_tokens(usage), ct)  # reasoning is part of the output tokens
+        self.stats.cached(pt, ct, cost, final=True) if shared else self.stats.reply(pt, ct, cost, reasoning=rt)
         self.served_models.add(served)
+        finish = getattr(choice, "finish_reason", None)
         # A record's usage holds a number (0 for an unknown price); results.json's usage says null.
-        return ModelOutput(text=text, model=served, finish_reason=getattr(choice, "finish_reason", None),
+        return ModelOutput(text=text, model=served, finish_reason=finish if isinstance(finish, str) else None,
+                           reasoning=reasoning,
                            usage=Usage(prompt_tokens=pt, completion_tokens=ct, cost=0.0 if shared else cost,
-                                       cached=shared),
+                                       cached=shared, reasoning_tokens=rt),
                            tool_calls=tuple(c for c, _ in calls)), litellm_cost
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -40,20 +41,25 @@ class ReplayEndpoint(Endpoint):
                               f"{self.source} again, score its predictions in replay mode: benchmark.mode=replay "
                               f"benchmark.pred_root={self.source}/predictions/<capability>")
         where = CURRENT_SAMPLE.get()
-        text = self.replies.get(where) if where else None
-        if text is None:
+        reply = self.replies.get(where) if where else None
+        if reply is None:
             task, sample = where or ("?", "?")
             raise CallError(f"{self.name}: {self.source} has no reply for sample {sample} of task {task} "
                             "(it ended as an error there, or was not selected)", attempts=0)
         self.stats.cache_hits += 1
-        return ModelOutput(text=text, model=self.model, usage=Usage(cached=True))
+        return reply if reply.model else dataclasses.replace(reply, model=self.model)
 
 
-def _recorded_replies(source: Path) -> dict[tuple[str, str], str]:
-    """(task, id) -> response of every sample whose latest record in `source` is finished with a reply."""
-    replies: dict[tuple[str, str], str] = {}
+def _recorded_replies(source: Path) -> dict[tuple[str, str], ModelOutput]:
+    """(task, id) -> the reply of every sample whose latest record in `source` is finished with one: its text,
+    and how it ended, what it reasoned and who served it, so a cut reply is read as a cut one again."""
+    replies: dict[tuple[str, str], ModelOutput] = {}
     for path in sorted((source / "samples").glob("*.jsonl")):
         for key, rec in read_records(path).items():
             if rec.get("status") != "error" and rec.get("response") is not None:
-                replies[(str(rec.get("task") or path.stem), key)] = str(rec["response"])
+                fields = {k: rec.get(k) if isinstance(rec.get(k), str) else None
+                          for k in ("finish_reason", "reasoning", "served_model")}
+                replies[(str(rec.get("task") or path.stem), key)] = ModelOutput(
+                    text=str(rec["response"]), model=fields["served_model"] or "", usage=Usage(cached=True),
+                    finish_reason=fields["finish_reason"], reasoning=fields["reasoning"])
     return replies

@@ -24,6 +24,9 @@ def rows(results: Mapping[str, Any]) -> list[Row]:
                  for metric, value in (block.get("metrics") or {}).items()]
         if block.get("failed"):  # its metrics could not be computed: say so where they would be
             lines.append(("(failed)", None, None, True))
+        share = truncated_share(block)
+        if share:  # replies cut at the token limit: read only from an answer stated before the cut
+            lines.append(("truncated", share, None, True))
         stats = block.get("judge_stats")
         if isinstance(stats, Mapping) and "fleiss_kappa" in stats:  # the panel's reliability
             lines.append(("fleiss_kappa", stats.get("fleiss_kappa"), stats.get("fleiss_kappa_ci"),
@@ -36,6 +39,14 @@ def rows(results: Mapping[str, Any]) -> list[Row]:
             out.append((task if i == 0 else "", metric, number(value),
                         text + (UNRELIABLE if sure is False and text != "—" else ""), *shown))
     return out
+
+
+def truncated_share(block: Mapping[str, Any]) -> float | None:
+    """The share of a task's scored replies cut at the token limit (None when none was, or nothing scored)."""
+    cut, n, errors = block.get("n_truncated"), block.get("n"), block.get("n_errors") or 0
+    if not isinstance(cut, int) or not cut or not isinstance(n, int) or n - errors <= 0:
+        return None
+    return cut / (n - errors)
 
 
 UNRELIABLE = " *"

@@ -20,6 +20,7 @@ from runner.errors import ConfigError, RunnerError
 from runner.models.batch_setup import open_batches
 from runner.models.prices import restore as restore_prices
 from runner.outputs.display import Display
+from runner.outputs.table import truncated_share
 from runner.run.build import build
 from runner.run.invocations import Invocation, closing_line
 from runner.run.lock import RunDirLock
@@ -302,6 +303,21 @@ def _totals(usage: dict[str, Any]) -> dict[str, Any]:
     return totals(usage)
 
 
+TRUNCATED_WARN = 0.05
+"""A task with more than this share of its replies cut at the token limit gets a warning after the table."""
+
+
 def _report_problems(results: dict[str, Any], benchmark: Any) -> None:
     for line in benchmark.warnings(results["summary"]):
         log.warning("%s", line)
+    for task, block in (results.get("tasks") or {}).items():
+        share = truncated_share(block) if isinstance(block, dict) else None
+        if share is not None and share > TRUNCATED_WARN:
+            cap = (block.get("params") or {}).get("max_tokens")
+            raise_to = f"params.max_tokens={int(cap) * 4}" if isinstance(cap, int) and cap > 0 else \
+                "params.max_tokens=N"
+            log.warning("%s: %d of %d replies (%.0f %%) were cut at the token limit%s: each is read only from an "
+                        "answer it stated before the cut, so its score is no measure of the model; raise "
+                        "max_tokens: %s (n_truncated in results.json)", task, block["n_truncated"],
+                        block["n"] - (block.get("n_errors") or 0), 100 * share,
+                        f" (max_tokens {cap})" if cap else "", raise_to)

@@ -23,6 +23,7 @@ from runner.models.entries import endpoint_from_config
 from runner.models.litellm_model import Endpoint
 from runner.models.local_server import LocalServer
 from runner.models.prices import use_price_file
+from runner.models.sent_params import REASONING_PARAMS
 from runner.run.invocations import merge_usage, read_invocations
 from runner.scorers.extractor import bind_extractors, extractors, wants_first_judge
 from runner.tasks.base import BaseTask
@@ -145,7 +146,8 @@ class Built:
         one tiny request per endpoint. Other failures are left to the samples (a 400 may only say that 1 token
         is too few for this model); a budget too small even for these stops the run as any request would."""
         async def probe(endpoint: Endpoint) -> None:
-            req = endpoint.request(list(PREFLIGHT))
+            # Without reasoning params: a thinking budget above one token of max_tokens is a 400 of its own.
+            req = {k: v for k, v in endpoint.request(list(PREFLIGHT)).items() if k not in REASONING_PARAMS}
             caps = [k for k in ("max_tokens", "max_completion_tokens") if k in req] or ["max_tokens"]
             await endpoint.send({**req, **dict.fromkeys(caps, 1)})
 

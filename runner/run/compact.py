@@ -17,7 +17,7 @@ from typing import Any, SupportsIndex, overload
 
 from runner.run.store import id_order, key_of, read_at
 
-_DROPPED = frozenset({"prompt", "usage", "fingerprint", "error", "model", "task", "notes"})
+_DROPPED = frozenset({"prompt", "usage", "fingerprint", "error", "model", "task", "notes", "reasoning"})
 """Record keys no aggregation reads (the error text and notes are in the file; `error_ids` needs only the id)."""
 _JUDGE_DROPPED = frozenset({"raw", "explanation", "prompt"})
 """Judgement (and pairwise call) keys no aggregation reads: the verdict is parsed already."""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.models.batch_costs import batch_prices
+from runner.models.budget import request_cap
 from runner.models.litellm_model import Endpoint, count_tokens
 from runner.models.replay import ReplayEndpoint
 from runner.run.build import PREFLIGHT, Built
@@ -94,12 +95,7 @@ def _plus_int(a: int | None, b: int | None) -> int | None:
 def output_cap(endpoint: Endpoint, params: Mapping[str, Any] | None) -> int | None:
     """The most tokens one reply may have: `max_tokens` of the request the endpoint would send (the entry's
     params under the task's, under the run's for the model under test), None when none sets it."""
-    req = endpoint.request([], params=params)
-    for key in ("max_tokens", "max_completion_tokens"):
-        value = req.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return int(value)
-    return None
+    return request_cap(endpoint.request([], params=params))
 
 
 class _Estimator:
@@ -130,9 +126,10 @@ class _Estimator:
         if task.needs_model and model is not None:
             if isinstance(model, ReplayEndpoint):  # rejudge: the replies are on disk, nothing is asked
                 self.tally(task, model)
-                reply = model.replies.get((task.name, record_key(sample.id)))
-                if reply is None:  # no recorded reply: the sample is an error, no judge is asked
+                recorded = model.replies.get((task.name, record_key(sample.id)))
+                if recorded is None:  # no recorded reply: the sample is an error, no judge is asked
                     return
+                reply = recorded.text
             else:
                 reply_cap = output_cap(model, task.params)
         judges = {j.name: j for j in self.built.panel.judges} if task.needs_judges else {}
@@ -200,8 +197,9 @@ def dry_run(built: Built, planned: Plan, run_dir: Path, cfg: Any, preflight: Seq
     todo = {task.name: 0 for task in built.tasks}
     for job in planned.jobs:
         todo[job.task.name] += 1
-    params = {task.name: task.model_params(built.model) for task in built.tasks}
-    plan = {"tasks": {name: {"samples": n, "params": params[name]} for name, n in todo.items()}, "endpoints": blocks,
+    params = {task.name: {"params": task.model_params(built.model)} | (
+        {"params_dropped": dropped} if (dropped := task.dropped_params(built.model)) else {}) for task in built.tasks}
+    plan = {"tasks": {name: {"samples": n, **params[name]} for name, n in todo.items()}, "endpoints": blocks,
             "total_cost_usd": total_cost(blocks)}
     write_json(run_dir / PLAN_FILE, plan)
     samples = run_dir / "samples"  # made by the store before the plan; a dry run leaves no trace of it

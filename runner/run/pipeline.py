@@ -313,7 +313,8 @@ async def execute(built: Built, planned: Plan, store: SampleStore, ctx: Context,
     for task in built.tasks:
         scored, records[task.name] = planned.records[task.name].finish()
         result = scored_result(task, scored, n_boot=n_boot, seed=ctx.seed, epochs=ctx.epochs)
-        results[task.name] = replace(result, data=loaded[task.name].data, params=task.model_params(built.model))
+        results[task.name] = replace(result, data=loaded[task.name].data, params=task.model_params(built.model),
+                                     params_dropped=task.dropped_params(built.model))
     return results, records
 
 

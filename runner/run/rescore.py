@@ -137,14 +137,16 @@ def rescored(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, d
     epochs = int(cfg.get("epochs", 1) or 1)
     # Reduced, with intervals, as the run made them (runner/run/pipeline.py): the same numbers from disk.
     results = {t.name: replace(scored_result(t, records[t.name], n_boot=n_boot, seed=seed, epochs=epochs),
-                               data=sel.loaded[t.name].data, params=_params(t, sel.model)) for t in tasks}
+                               data=sel.loaded[t.name].data, params=_params(t, sel.model),
+                               params_dropped=_params(t, sel.model, "dropped_params")) for t in tasks}
     return ({name: r.to_dict() for name, r in results.items()}, summarize(sel.benchmark, tasks, results),
             sel.left_out)
 
 
-def _params(task: BaseTask, model: Any) -> dict[str, Any] | None:
-    """The task's effective request params, as the run records them (None for a task whose class says none)."""
-    made = getattr(task, "model_params", None)
+def _params(task: BaseTask, model: Any, which: str = "model_params") -> dict[str, Any] | None:
+    """The task's request params sent (or, `dropped_params`, left out), as the run records them (None for a task
+    whose class says none)."""
+    made = getattr(task, which, None)
     return None if made is None else made(model)
 
 

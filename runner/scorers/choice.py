@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from runner.metrics.core import iou
 from runner.scorers.extractor import Extractor
 from runner.scorers.reading import read_reply
+from runner.scorers.reading.reader import read_cut
 from runner.tasks.base import PlannedCall
-from runner.types import Sample, Scored, letters
+from runner.types import CURRENT_REPLY, Sample, Scored, letters
 
 if TYPE_CHECKING:
     from runner.tasks.base import Context
@@ -86,7 +87,9 @@ class Choice:
 
     async def __call__(self, sample: Sample, text: str, ctx: Context) -> Scored:
         """Read the letter(s), by the rules first, and score them."""
-        reply = read_reply(text, len(sample.choices), sample.choices, sample.input)
+        output = CURRENT_REPLY.get()
+        cut = output is not None and output.finish_reason == "length"  # read only what it stated before the cut
+        reply = (read_cut if cut else read_reply)(text, len(sample.choices), sample.choices, sample.input)
         letters = reply.letters
         extra: dict[str, Any] = {}
         if self.extractor is not None:

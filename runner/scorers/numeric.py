@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runner.types import Sample, Scored
+from runner.types import CURRENT_REPLY, Sample, Scored
 
 if TYPE_CHECKING:
     from runner.tasks.base import Context
@@ -120,16 +120,18 @@ def _stated(text: str, pattern: re.Pattern[str]) -> Reading | None:
     return None
 
 
-def read_reply(reply: str | None) -> Reading | None:
-    """The number a reply gives as its answer (see the module's docstring); None when it has none."""
+def read_reply(reply: str | None, *, cut: bool = False) -> Reading | None:
+    """The number a reply gives as its answer (see the module's docstring); None when it has none. A reply `cut`
+    at the token limit is read only from an explicit answer (`\\boxed{}`, "the answer is ..."): its last
+    number may be a step of an unfinished calculation."""
     text = _plain(_THINK.sub("", reply or ""))
     for boxed in reversed(_BOXED.findall(text)):
         if numbers := _numbers(boxed):
             return numbers[0]
-    for pattern in (_ANSWER, _RESULT):
+    for pattern in (_ANSWER,) if cut else (_ANSWER, _RESULT):
         if (stated := _stated(text, pattern)) is not None:
             return stated
-    numbers = _numbers(text)
+    numbers = [] if cut else _numbers(text)
     return numbers[-1] if numbers else None
 
 
@@ -186,7 +188,8 @@ class Numeric:
         gold = read_reference(sample.target)
         if gold is None:
             raise ValueError(f"reference {sample.target!r} is not a number")
-        reading = read_reply(text)
+        output = CURRENT_REPLY.get()
+        reading = read_reply(text, cut=output is not None and output.finish_reason == "length")
         matched = None if reading is None else self.equal(reading, gold)
         answer = matched if matched is not None else None if reading is None else reading.value
         return Scored(answer=answer, scores={"accuracy": float(matched is not None)})

@@ -208,12 +208,21 @@ class BaseTask:
         return parts
 
     def model_params(self, model: Endpoint | None) -> dict[str, Any] | None:
-        """The effective params of this task's requests to the model under test (entry < task < run-level
-        `params`) as results.json and plan.json show them (`tasks.<task>.params`: a secret-named one, such as
-        a header with a key, masked); None when the task asks no model."""
+        """The params this task's requests to the model under test send (entry < task < run-level `params`, less
+        what litellm would not send: runner/models/sent_params.py) as results.json and plan.json show them
+        (`tasks.<task>.params`: a secret-named one, such as a header with a key, masked); None when the task asks
+        no model."""
         if not self.needs_model or model is None:
             return None
-        return dict(redact(model.effective_params(self.params)))
+        return dict(redact(model.sent(self.params).params))
+
+    def dropped_params(self, model: Endpoint | None) -> dict[str, Any] | None:
+        """The params set for this task's model requests that litellm would not send that model, left out with
+        the entry's `drop_params: true` (results.json `tasks.<task>.params_dropped`); None where the task asks
+        no model."""
+        if not self.needs_model or model is None:
+            return None
+        return dict(redact(model.sent(self.params).dropped))
 
     def prepare(self, folders: Sequence[Path]) -> None:
         """At build time: load and check what the task reads from disk (templates), so a typo stops the

@@ -30,7 +30,7 @@ from runner.metrics.named import Aggregation, aggregation
 from runner.metrics.results import task_result
 from runner.metrics.samples import check_reducer
 from runner.tasks.base import BaseTask, Context, PlannedCall, require, sample_id
-from runner.types import Sample, SampleRecord, Scored, Solved, TaskResult
+from runner.types import CURRENT_REPLY, Sample, SampleRecord, Scored, Solved, TaskResult, record_usage, reply_fields
 
 
 class Solver(Protocol):
@@ -199,8 +199,13 @@ class Task(BaseTask):
 
     async def evaluate(self, sample: Sample, shots: Sequence[Sample], ctx: Context) -> SampleRecord:
         solved = await self.solver(sample, shots, ctx, self.params)
-        # Concurrently: the judges are asked while reference metrics compute in a worker thread.
-        scored = await asyncio.gather(*(scorer(sample, solved.text, ctx) for scorer in self.scorers.values()))
+        # Concurrently: the judges are asked while reference metrics compute in a worker thread. The scorers see
+        # the answer alone (never the reasoning) and, through CURRENT_REPLY, whether it was cut.
+        reply = CURRENT_REPLY.set(solved.output)
+        try:
+            scored = await asyncio.gather(*(scorer(sample, solved.text, ctx) for scorer in self.scorers.values()))
+        finally:
+            CURRENT_REPLY.reset(reply)
         judgements = [j for s in scored for j in s.judgements]
         # What a scorer says about its reading (a choice scorer: who read the reply, runner/scorers/choice.py).
         extra = {**solved.extra, **{k: v for s in scored for k, v in getattr(s, "extra", {}).items()}}
@@ -212,9 +217,8 @@ class Task(BaseTask):
             judgements=[j.to_dict() for j in judgements],
             scores={**dict.fromkeys(self._declared), **{k: v for s in scored for k, v in s.scores.items()}},
             status="invalid" if any(j.status != "ok" for j in judgements) else "ok", model=ctx.model.name,
-            usage={"model": solved.usage(),
-                   "judges": {k: v for s in scored for k, v in s.judge_usage.items()}},
-            extra=extra, read_by=read_by)
+            usage=record_usage(solved, {k: v for s in scored for k, v in s.judge_usage.items()}),
+            extra=extra, read_by=read_by, **reply_fields(solved.output))
 
     def aggregate(self, records: Sequence[Mapping[str, Any]]) -> TaskResult:
         scored = [r for r in records if r.get("status") != "error"]

@@ -31,7 +31,7 @@ from runner.metrics.samples import mode_answer
 from runner.run.store import record_key
 from runner.tasks.base import BaseTask, Context, PlannedCall
 from runner.tasks.templates import check, render
-from runner.types import Judgement, ModelOutput, Sample, SampleRecord, TaskResult, Usage
+from runner.types import Judgement, ModelOutput, Sample, SampleRecord, TaskResult, Usage, reply_fields
 
 log = logging.getLogger("runner")
 
@@ -94,6 +94,7 @@ class MugenTask(BaseTask):
         self._check_judge(ctx)
         usage: dict[str, Any] = {}
         extra: dict[str, Any] = {"dimension": self.dimension}
+        reply: dict[str, Any] = {}
         n_options = 5
         if self.predictions:
             source = sample.metadata["record"]
@@ -101,6 +102,7 @@ class MugenTask(BaseTask):
         else:
             response, prompt, source, n_options, gen = await self._generate(sample, ctx)
             usage["model"] = gen.pop("usage", {})
+            reply = gen.pop("reply", {})
             extra.update(gen)
         if response is None:  # names no option: incorrect, no judge asked (MUGEN's own judge crashed here)
             judgements: list[Judgement] = []
@@ -114,7 +116,7 @@ class MugenTask(BaseTask):
             id=sample.id, task=self.name, prompt=prompt, reference=sample.target, response=response,
             answer=read_choice(response, n_options), judgements=[j.to_dict() for j in judgements],
             scores={"accuracy": correct}, status="ok" if all(j.status == "ok" for j in judgements) else "invalid",
-            model=ctx.model.name if ctx.model is not None else None, usage=usage, extra=extra)
+            model=ctx.model.name if ctx.model is not None else None, usage=usage, extra=extra, **reply)
 
     async def _generate(self, sample: Sample, ctx: Context) -> tuple[Any, ...]:
         """(response, prompt as kept, the MUGEN record, number of options, extra record fields)."""
@@ -161,11 +163,16 @@ class MugenTask(BaseTask):
         winner = mode_answer(votes)  # the mode reducer's vote: ties to the first reached, no choice no vote
         response = (f"({winner})" if winner else
                     f"No option: none of the {len(outs)} replies named a single clip.")
-        generations = [{"order": [chr(ord("A") + j) for j in order], "response": o.text, "choice": v}
+        generations = [{"order": [chr(ord("A") + j) for j in order], "response": o.text, "choice": v,
+                        "finish_reason": o.finish_reason, **({"reasoning": o.reasoning} if o.reasoning else {})}
                        for o, order, v in zip(outs, orders, votes, strict=True)]
+        # The record's reply fields: one generation's own; with several, `length` if any was cut.
+        cut = next((o for o in outs if o.finish_reason == "length"), None)
+        reply = {**reply_fields(outs[0] if len(outs) == 1 or cut is None else cut),
+                 **({"reasoning": None} if len(outs) > 1 else {})}
         source = {"id": sample.id, "instruction": sample.input, "answer": sample.target, "response": response,
                   "generations": [g["response"] for g in generations]}
-        return response, built[0][1], source, len(candidates), {"usage": _usage(outs),
+        return response, built[0][1], source, len(candidates), {"usage": _usage(outs), "reply": reply,
                                                                 "self_consistency": generations}
 
     def _previous_reply(self, sample: Sample, ctx: Context) -> dict[str, Any] | None:

@@ -58,6 +58,11 @@ class Trajectory:
     usage: Usage = field(default_factory=lambda: Usage(cost=0.0))
     served_model: str | None = None
     duration_s: float = 0.0
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    """Each model call's ending: step, `finish_reason` and reasoning tokens (the final reply's is the record's)."""
+    finish_reason: str | None = None
+    reasoning: str | None = None
+    """The final reply's reasoning (never in `answer`)."""
 
     def tool_calls(self) -> list[dict[str, Any]]:
         """The model's calls in VAKRA's submission form (`sequence.tool_call`)."""
@@ -66,7 +71,7 @@ class Trajectory:
     def to_dict(self) -> dict[str, Any]:
         return {"messages": self.messages, "calls": self.calls, "prelude": self.prelude, "steps": self.steps,
                 "answer": self.answer, "max_steps_reached": self.max_steps_reached, "offered_tools": self.offered,
-                "shortlist": self.shortlist, "duration_s": round(self.duration_s, 3)}
+                "shortlist": self.shortlist, "duration_s": round(self.duration_s, 3), "turns": self.turns}
 
 
 def function_tools(tools: Sequence[Tool]) -> list[dict[str, Any]]:
@@ -141,6 +146,9 @@ class Agent:
                 trajectory.steps += 1
                 trajectory.usage = trajectory.usage + out.usage
                 trajectory.served_model = out.model
+                trajectory.turns.append({"step": trajectory.steps, "finish_reason": out.finish_reason,
+                                         "reasoning_tokens": out.usage.reasoning_tokens})
+                trajectory.finish_reason, trajectory.reasoning = out.finish_reason, out.reasoning
                 if not out.tool_calls:
                     trajectory.answer = out.text
                     trajectory.messages.append({"role": "assistant", "content": out.text})

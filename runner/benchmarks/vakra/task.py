@@ -173,9 +173,12 @@ class DomainTask(BaseTask):
         assert self.replayer is not None and ctx.panel is not None
         agent: dict[str, Any] = {}
         usage: dict[str, Any] = {}
+        reply: dict[str, Any] = {}  # the agent's final reply: how it ended, what it reasoned, who served it
         try:
             if self.agent is not None:
                 trajectory = await self._ask(sample, ctx)
+                reply = {"finish_reason": trajectory.finish_reason, "reasoning": trajectory.reasoning,
+                         "served_model": trajectory.served_model}
                 turn = {**turn, "answer": trajectory.answer, "sequence": {"tool_call": trajectory.tool_calls()}}
                 agent = {"agent": trajectory.to_dict(), "prediction": submission(sample, self.name, trajectory, turn)}
                 usage = {"model": {**trajectory.usage.__dict__, "served_model": trajectory.served_model}}
@@ -217,7 +220,7 @@ class DomainTask(BaseTask):
                    "ground_truth_errors": len(gt_failed),
                    "per_turn": [_turn_details(last, sample.input, pred_answer, scored, predicted, ground_truth[-1])],
                    "tool_calls": {"prediction": [o.to_dict() for o in predicted],
-                                  "ground_truth": [[o.to_dict() for o in t] for t in ground_truth]}})
+                                  "ground_truth": [[o.to_dict() for o in t] for t in ground_truth]}}, **reply)
 
     async def _ask(self, sample: Sample, ctx: Context) -> Trajectory:
         """The model under test answers the dialogue's agent input on a leased server (capability 1: its

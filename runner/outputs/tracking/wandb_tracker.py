@@ -14,6 +14,7 @@ from typing import Any, Literal, cast
 from urllib.parse import urlparse
 
 from runner.config.redact import redact, redact_text
+from runner.outputs.table import truncated_share
 
 log = logging.getLogger("runner.outputs.tracking")
 
@@ -90,7 +91,11 @@ def table_columns_and_rows(records: list[dict[str, Any]]) -> tuple[list[str], li
             if name not in scores:
                 scores.append(name)
     epochs = any(rec.get("epoch") for rec in records)
-    columns = ["id", *(["epoch"] if epochs else []), "prompt", "reference", "response", "answer", "status", "error"]
+    # Reasoning models: the reasoning beside the reply, and why replies ended where any was cut.
+    thought = any(rec.get("reasoning") for rec in records)
+    cut = any(rec.get("finish_reason") == "length" for rec in records)
+    columns = ["id", *(["epoch"] if epochs else []), "prompt", "reference", "response",
+               *(["reasoning"] if thought else []), *(["finish_reason"] if cut else []), "answer", "status", "error"]
     columns += [f"score/{name}" for name in scores]
     columns += [f"{name}/{part}" for name in judges for part in ("verdict", "explanation")]
     rows = []
@@ -98,7 +103,9 @@ def table_columns_and_rows(records: list[dict[str, Any]]) -> tuple[list[str], li
         by_judge = {j.get("judge"): j for j in rec.get("judgements") or []}
         row = [_text(rec.get("id")), *([int(rec.get("epoch") or 0)] if epochs else []),
                render_prompt(rec.get("prompt")), _text(rec.get("reference")),
-               rec.get("response"), None if rec.get("answer") is None else _text(rec.get("answer")),
+               rec.get("response"), *([_text(rec.get("reasoning") or "")] if thought else []),
+               *([_text(rec.get("finish_reason") or "")] if cut else []),
+               None if rec.get("answer") is None else _text(rec.get("answer")),
                rec.get("status"), redact_text(rec["error"]) if isinstance(rec.get("error"), str) else None]
         # Numbers, so W&B can sort, filter and chart by score (None where the sample has none).
         row += [_score((rec.get("scores") or {}).get(name)) for name in scores]
@@ -257,6 +264,9 @@ class WandbTracker:
             for count in ("n", "n_invalid", "n_errors"):
                 if isinstance(result.get(count), int):
                     values[f"{task}/{count}"] = result[count]
+            if result.get("n_truncated"):  # replies cut at the token limit, and their share
+                values[f"{task}/n_truncated"] = result["n_truncated"]
+                values[f"{task}/truncated_share"] = truncated_share(result)
             columns, rows = table_columns_and_rows(records[: self.table_rows])
             if len(records) > self.table_rows:
                 log.warning("W&B: the samples table of %s holds the first %d of its %d records (raise "

@@ -111,6 +111,27 @@ def read_reply(text: str | None, n_choices: int, option_texts: Sequence[str] | N
     return Reply((), abstains(s), tuple(sorted(rejected.all)))
 
 
+_STATED = re.compile(
+    r"""\b(?:(?:the|my|our)\s+)?(?:final\s+|correct\s+|right\s+)?answers?(?:\(s\))?["'”’*_]*
+          (?:\s+(?:is|are|would\s+be|must\s+be)\b|[ \t]*[:=：])
+      | 答案\s*(?:是|为|[:：])
+      | \\boxed\s*\{""", re.I | re.X)
+"""An explicit answer statement: "Answer: B", "the answer is B", "Final answer: B", "答案是B", "\\boxed{B}"."""
+
+
+def read_cut(text: str | None, n_choices: int, option_texts: Sequence[str] | None = None,
+             question: str | None = None) -> Reply:
+    """A reply cut at the token limit: read only from its last explicit answer statement made before the cut
+    (its line, read as any reply is); without one it has no answer, and nothing for an extractor to guess from
+    (a cut "...so C looks right. Checking the others: ... and D" states nothing)."""
+    s = unthink(text or "")
+    found = list(_STATED.finditer(s))
+    if not found:
+        return Reply((), True)
+    reply = read_reply(s[found[-1].start():].split("\n")[0], n_choices, option_texts, question)
+    return Reply(reply.letters, True, reply.rejected)
+
+
 def _checked(s: str, reading: tuple[str, ...], source: str, strong: set[str], weak: set[str],
              valid: str) -> Reply:
     """A reading with the reply's hedges, additions and rejections applied."""

@@ -279,6 +279,8 @@
     const p = task.pairwise;
     const meta = [chip(`id ${s._k}`), " ", chip(outcomeLabel(task, s._c), "o-" + s._c), " ", chip(`status ${s.status}`)];
     if (s.model) meta.push(" ", chip(`model ${s.model}`));
+    if (s.served_model && s.served_model !== s.model) meta.push(" ", chip(`served ${s.served_model}`));
+    if (s.finish_reason === "length") meta.push(" ", chip("cut at max_tokens", "bad"));
     for (const [k, v] of Object.entries(s.scores || {})) meta.push(" ", chip(`${k} ${fmt(v)}`, "score"));
     const out = [h("div", { class: "meta" }, meta)];
     if (s.error) out.push(section("Error", pre(s.error, "text error")));
@@ -287,6 +289,8 @@
       out.push(h("div", { class: "two" }, section(`Response of ${p.a}`, pre(extra.response_a)),
         section(`Response of ${p.b}`, pre(extra.response_b))));
     } else {
+      // The reasoning, folded above the reply it led to (readers and judges never saw it).
+      if (typeof s.reasoning === "string" && s.reasoning) out.push(fold("reasoning (not read, not judged)", pre(s.reasoning)));
       out.push(section("Response", s.response === null || s.response === undefined
         ? h("p", { class: "muted" }, "no response") : pre(s.response)));
       out.push(task._answers ? h("div", { class: "two" }, section("Extracted answer", pre(show(s.answer))),
@@ -312,6 +316,7 @@
   function countsLine(task) {
     const b = task.block || {};
     const items = [`n ${fmt(b.n ?? task.samples.length)}`, `errors ${fmt(b.n_errors ?? 0)}`, `invalid ${fmt(b.n_invalid ?? 0)}`];
+    if (b.n_truncated) items.push(`cut at max_tokens ${fmt(b.n_truncated)}`);
     const out = [h("p", { class: "counts" }, items.join(" · "))];
     if ((b.invalid_ids || []).length) out.push(h("p", { class: "muted" }, `invalid ids: ${b.invalid_ids.join(", ")}`));
     if ((b.error_ids || []).length) out.push(h("p", { class: "muted" }, `error ids: ${b.error_ids.join(", ")}`));
@@ -349,13 +354,18 @@
     const keySel = h("select", { id: "f-key", title: "the score the sort uses" },
       task.score_key === "" && task.pairwise ? h("option", { value: "" }, `${task.pairwise.a}'s credit (mean over judges)`) : null,
       keys.map((k) => h("option", { value: k, selected: k === task.score_key }, k)));
+    const cutCount = task.samples.filter((s) => s.finish_reason === "length").length;
+    const cutSel = h("select", { id: "f-cut", disabled: !cutCount }, h("option", { value: "" }, "any ending"),
+      cutCount ? h("option", { value: "length" }, `cut at max_tokens (${cutCount})`) : null,
+      cutCount ? h("option", { value: "whole" }, `not cut (${task.samples.length - cutCount})`) : null);
     const sort = h("select", { id: "f-sort" }, h("option", { value: "id" }, "in id order"),
       h("option", { value: "asc" }, "score, lowest first"), h("option", { value: "desc" }, "score, highest first"));
     function rows() {
       const q = search.value.trim().toLowerCase();
       const c = status.value, v = verdict.value;
+      const e = cutSel.value;
       let out = task.samples.filter((s) => (!c || s._c === c) && (!v || (v === DISAGREE ? s._d : s._v.includes(v)))
-        && (!q || haystack(s).includes(q)));
+        && (!e || (e === "length") === (s.finish_reason === "length")) && (!q || haystack(s).includes(q)));
       if (sort.value !== "id") out = out.slice().sort(byScore(task, keySel.value, sort.value === "asc" ? 1 : -1));
       return out;
     }
@@ -372,7 +382,9 @@
         "link to this sample"), sampleDetail(task, s)),
       cells: (s) => {
         const extra = s.extra || {};
-        const cells = [s._k, chip(outcomeLabel(task, s._c), "o-" + s._c), h("span", { class: "num" }, fmt(scoreOf(task, s, keySel.value)))];
+        const outcome = [chip(outcomeLabel(task, s._c), "o-" + s._c)];
+        if (s.finish_reason === "length") outcome.push(" ", chip("cut", "bad"));
+        const cells = [s._k, h("span", null, outcome), h("span", { class: "num" }, fmt(scoreOf(task, s, keySel.value)))];
         if (p) cells.push(clip(lastUser(s.prompt) || "", 100), clip(String(extra.response_a ?? "—"), 100), clip(String(extra.response_b ?? "—"), 100));
         else {
           if (answers) cells.push(clip(show(s.answer), 40));
@@ -387,8 +399,8 @@
         return cells;
       },
     });
-    for (const el of [status, verdict, sort, keySel]) el.addEventListener("change", () => paged.refresh());
-    const bar = h("div", { class: "filters" }, status, verdict, search, sort, keySel);
+    for (const el of [status, verdict, cutSel, sort, keySel]) el.addEventListener("change", () => paged.refresh());
+    const bar = h("div", { class: "filters" }, status, verdict, cutSel, search, sort, keySel);
     paged.refresh();
     return { el: h("div", null, bar, paged.el), paged };
   }

@@ -38,6 +38,10 @@ SKIPPED = {
     "launcher=ray launcher.address=ray://head:10001": "a Ray cluster at ray://head:10001 (tests/test_launcher_ray.py "
                                                       "runs sweeps on a real local one)",
     "launcher=slurm hydra.launcher.partition=gpu": "a Slurm cluster with a gpu partition",
+    "model=claude-haiku-4-5 'params.thinking=": "Anthropic's API for its `thinking` param: an entry re-pointed at "
+                                                "the fake server goes as openai/, which takes none (tests/"
+                                                "test_reasoning.py runs Anthropic thinking against the fake server's "
+                                                "Messages endpoint)",
     "judges=one,three": "the panel is swept, and `three`'s claude-haiku-4-5 speaks Anthropic's API (the internet): "
                         "the fake server speaks only OpenAI's, and an entry can be re-pointed only in a panel every "
                         "job of the sweep shares",

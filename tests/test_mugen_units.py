@@ -42,7 +42,8 @@ REPLIES = [
     ('{"explanation": "picks (B)", "judgement": "correct"}', None, "correct"),   # CONTRACT JSON
     ('Sure:\n```json\n{"judgement": "incorrect", "explanation": "hedges"}\n```', None, "incorrect"),
     ("Explanation: echo\nJudgement: correct or incorrect", None, None),          # the format echoed back
-    ("Explanation: a\nJudgement: correct\nExplanation: no, two clips\nJudgement: incorrect", None, "incorrect"),
+    # two judgement lines that disagree: no verdict (the first line no longer loses to a later, quoted one)
+    ("Explanation: a\nJudgement: correct\nExplanation: no, two clips\nJudgement: incorrect", None, None),
 ]
 
 
@@ -73,7 +74,7 @@ def test_strict_invalid_count_matches_the_original_rule_on_a_batch():
     replies = [r for r, _, _ in REPLIES]
     # Hand count of the strict column above: 5 valid (rows 1-5), 13 invalid.
     assert sum(not judging.read_strict(r).verdict.valid for r in replies) == 13
-    assert sum(not judging.read_lenient(r).verdict.valid for r in replies) == 4
+    assert sum(not judging.read_lenient(r).verdict.valid for r in replies) == 5
 
 
 # ----------------------------------------------------------------------------- reading a chosen clip

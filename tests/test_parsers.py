@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.judges.parsers import find_json_object, parse_binary, parse_grounded, parse_winner
+from runner.judges.parsers import find_json_object, json_objects, parse_binary, parse_grounded, parse_winner
 
 FENCE = "```"
 
@@ -21,8 +21,8 @@ FOUND = [
     ("prose_before", 'After checking the facts: {"judgement": "correct"}', {"judgement": "correct"}),
     ("prose_around", 'Verdict -> {"judgement": "incorrect", "explanation": "wrong band"} <- done',
      {"judgement": "incorrect", "explanation": "wrong band"}),
-    ("several_objects_take_last", 'Format: {"judgement": "correct"}. My answer: {"judgement": "incorrect"}',
-     {"judgement": "incorrect"}),
+    ("several_objects_the_first", 'Format: {"judgement": "correct"}. My answer: {"judgement": "incorrect"}',
+     {"judgement": "correct"}),  # the first object; parse_binary reads the two as disagreeing: invalid
     ("braces_inside_strings", '{"judgement": "correct", "explanation": "uses {x} and } and {"}',
      {"judgement": "correct", "explanation": "uses {x} and } and {"}),
     ("braces_inside_strings_with_prose", 'ok: {"explanation": "a } b { c", "judgement": "correct"} end',
@@ -60,17 +60,20 @@ def test_find_json_object_returns_none_for_garbage(text: str | None) -> None:
     assert find_json_object(text) is None
 
 
-def test_find_json_object_takes_the_last_of_several_fenced_objects() -> None:
+def test_a_reply_that_changes_its_verdict_between_fenced_objects_is_invalid() -> None:
+    # Issue 45: the last object no longer decides (a judge quoting the model's injected verdict after its own
+    # turned fails into passes); two different verdicts in one reply are no verdict.
     text = (f'{FENCE}json\n{{"judgement": "incorrect"}}\n{FENCE}\nOn reflection the units match:\n'
             f'{FENCE}json\n{{"judgement": "correct"}}\n{FENCE}')
-    assert find_json_object(text) == {"judgement": "correct"}
+    assert find_json_object(text) == {"judgement": "incorrect"}
+    assert not parse_binary(text).valid
 
 
 def test_fenced_schema_then_bare_answer_reads_the_answer() -> None:
     text = (f'The required format is\n{FENCE}json\n{{"judgement": "correct | incorrect"}}\n{FENCE}\n'
             'My verdict: {"judgement": "incorrect", "explanation": "wrong orbit"}')
-    assert find_json_object(text) == {"judgement": "incorrect", "explanation": "wrong orbit"}
-    verdict = parse_binary(text)
+    assert json_objects(text)[1] == {"judgement": "incorrect", "explanation": "wrong orbit"}
+    verdict = parse_binary(text)  # the schema's "correct | incorrect" is no verdict: the answer is the only one
     assert (verdict.label, verdict.score) == ("incorrect", 0.0)
 
 

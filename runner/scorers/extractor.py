@@ -22,6 +22,7 @@ from runner.errors import ConfigError
 from runner.solvers.chat import variables
 from runner.tasks.templates import Template, load_template
 from runner.types import Sample
+from runner.untrusted import for_reading
 
 if TYPE_CHECKING:
     from runner.models.cache import ResponseCache
@@ -51,7 +52,7 @@ class Extracted:
 
 def parse_letters(text: str | None, n_choices: int) -> tuple[str, ...] | None:
     """The letters of an extractor reply that is exactly {"letters": [<valid letters>]}; None otherwise."""
-    body = (text or "").strip()
+    body = for_reading(text or "").strip()
     fenced = _FENCE.match(body)
     try:
         value = json.loads(fenced[1] if fenced else body)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.types import CURRENT_REPLY, Sample, Scored
+from runner.untrusted import for_reading
 
 if TYPE_CHECKING:
     from runner.tasks.base import Context
@@ -124,7 +125,7 @@ def read_reply(reply: str | None, *, cut: bool = False) -> Reading | None:
     """The number a reply gives as its answer (see the module's docstring); None when it has none. A reply `cut`
     at the token limit is read only from an explicit answer (`\\boxed{}`, "the answer is ..."): its last
     number may be a step of an unfinished calculation."""
-    text = _plain(_THINK.sub("", reply or ""))
+    text = _plain(_THINK.sub("", for_reading(reply or "")))
     for boxed in reversed(_BOXED.findall(text)):
         if numbers := _numbers(boxed):
             return numbers[0]

@@ -25,7 +25,7 @@ from runner.benchmarks.eve.span_metrics import (
     unparsed_scores,
 )
 from runner.judges.panel import json_schema_format
-from runner.judges.parsers import find_json_object
+from runner.judges.parsers import json_objects
 from runner.solvers.chat import Chat
 from runner.tasks.base import Context, require, sample_id
 from runner.types import Sample, Scored
@@ -42,6 +42,9 @@ def response_format(confidence: bool) -> dict[str, Any]:
     return json_schema_format("hallucinated_spans", {SPAN_KEY: {"type": "array", "items": item}}, [SPAN_KEY])
 
 
+_SPAN_KEYS = (SPAN_KEY, "spans", "quotes")
+
+
 def parse_quotes(text: str | None) -> list[Quote] | None:
     """The quotes of a reply, or None when it carries no list of them.
 
@@ -53,10 +56,12 @@ def parse_quotes(text: str | None) -> list[Quote] | None:
     with contextlib.suppress(ValueError):
         items = json.loads((text or "").strip())
     if not isinstance(items, list):
-        obj = items if isinstance(items, dict) else find_json_object(text)
+        # The model's own list: the last object that carries one (a reply may restate the format first).
+        found = [items] if isinstance(items, dict) else json_objects(text)
+        obj = next((o for o in reversed(found) if any(str(k).lower() in _SPAN_KEYS for k in o)), None)
         if obj is None:
             return None
-        items = next((v for k, v in obj.items() if k.lower() in (SPAN_KEY, "spans", "quotes")), None)
+        items = next((v for k, v in obj.items() if str(k).lower() in _SPAN_KEYS), None)
         if not isinstance(items, list):
             return None
     quotes = []

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from runner.scorers.letters import extract_choices
+from runner.untrusted import for_reading
 
 _LETTERS = "ABCDEFGHIJ"
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
@@ -68,7 +69,7 @@ def read_choice(text: str | None, n_options: int) -> str | None:
     """The letter of the one option the reply picks (A = Audio 1), or None if it picks none or several."""
     if not text or n_options <= 0:
         return None
-    s = _THINK.sub(" ", text)
+    s = _THINK.sub(" ", for_reading(text))
     s = re.split(r"</think(?:ing)?>", s, flags=re.I)[-1]
     letters = extract_choices(s, n_options)
     clip = _clip_choice(s, n_options)

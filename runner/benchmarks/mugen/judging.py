@@ -10,7 +10,8 @@ Two readers, chosen by `benchmark.strict`:
   on the next line make it invalid.
 - lenient (default): a JSON object first (`{"judgement": "correct" | "incorrect"}`, as for every
   judge in the CONTRACT; `score` 1/0 too), else the judgement line read forgivingly: any case,
-  markdown, quotes, "Judgment", the last such line wins, and "incorrect" is never read as "correct".
+  markdown, quotes, "Judgment"; the first such line decides and two that disagree make the reply invalid
+  (a quoted judgement never decides), and "incorrect" is never read as "correct".
 
 Both also return MUGEN's two stored fields, `Explanation` and `Judgement`: strict keeps the raw
 captured strings (as the original stores them); lenient stores the normalised label when valid.
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from runner.judges.parsers import Verdict, find_json_object, parse_binary
+from runner.untrusted import for_reading
 
 NO_EXPLANATION = "No extracted explanation"
 NO_JUDGEMENT = "No extracted judgement"
@@ -56,8 +58,8 @@ def read_strict(text: str | None) -> Reading:
 
 
 def read_lenient(text: str | None) -> Reading:
-    """JSON or forgiving `Judgement:` lines; the last judgement line decides."""
-    body = _THINK.sub(" ", text or "")
+    """JSON or forgiving `Judgement:` lines; the first judgement line decides, unless another disagrees."""
+    body = _THINK.sub(" ", for_reading(text or ""))
     if find_json_object(body) is not None:
         verdict = parse_binary(body)
         if verdict.valid:
@@ -65,10 +67,13 @@ def read_lenient(text: str | None) -> Reading:
     lines = list(_JUDGEMENT_LINE.finditer(body))
     if not lines:
         return Reading(Verdict(None, None, ""), NO_EXPLANATION, NO_JUDGEMENT)
-    raw = lines[-1]["v"].strip()
+    raw = lines[0]["v"].strip()
     explanations = list(_EXPLANATION.finditer(body))
-    explanation = _MARKUP.sub("", explanations[-1]["v"]).strip() if explanations else ""
-    label = _label(raw)
+    explanation = _MARKUP.sub("", explanations[0]["v"]).strip() if explanations else ""
+    # The judge's own first judgement line; another that says otherwise (a quoted "Judgement: correct" from
+    # the model's response, a change of mind) makes the reply invalid rather than deciding it.
+    labels = {_label(m["v"].strip()) for m in lines} - {None}
+    label = _label(raw) if len(labels) <= 1 else None
     if label is None:
         return Reading(Verdict(None, None, ""), explanation or NO_EXPLANATION, raw)
     return Reading(Verdict(label, 1.0 if label == "correct" else 0.0, explanation), explanation, label)

@@ -25,6 +25,7 @@ from runner.scorers.reading.scope import abstains, every_or_none, exclusions, pl
 from runner.scorers.reading.statements import STATEMENT, assertion, closing, hedge, statement
 from runner.scorers.reading.tokens import LETTERS, Reading
 from runner.scorers.reading.topic import topic
+from runner.untrusted import for_reading
 
 _SPACES = re.compile(r"[^\S\n]+")
 # Readers that name their options (an answer statement, a line of letters, a labelled line): a weak rejection
@@ -74,6 +75,7 @@ def read_reply(text: str | None, n_choices: int, option_texts: Sequence[str] | N
     naming the asked property ("Passive: A, C. Active: B, D.") be read."""
     if not text or not text.strip() or n_choices <= 0:
         return Reply((), True)
+    text = for_reading(text)
     valid = LETTERS[: min(n_choices, len(LETTERS))]
     s, s_text, excluded, options = _prepared(text, valid, option_texts)
     rejected = rejections(s, valid)
@@ -124,7 +126,7 @@ def read_cut(text: str | None, n_choices: int, option_texts: Sequence[str] | Non
     """A reply cut at the token limit: read only from its last explicit answer statement made before the cut
     (its line, read as any reply is); without one it has no answer, and nothing for an extractor to guess from
     (a cut "...so C looks right. Checking the others: ... and D" states nothing)."""
-    s = unthink(text or "")
+    s = unthink(for_reading(text or ""))
     found = list(_STATED.finditer(s))
     if not found:
         return Reply((), True)

@@ -265,8 +265,9 @@ class TaskResult:
     """Each metric's value; None (null) when no sample was scored."""
     n_errors: int = 0
     error_ids: list[Any] = field(default_factory=list)
-    stderr: dict[str, float] = field(default_factory=dict)
-    """Standard error of each metric that is a mean over samples (absent for P/R/F1 and the like)."""
+    stderr: dict[str, float | None] = field(default_factory=dict)
+    """Standard error of each metric that is a mean over samples (absent for P/R/F1 and the like; null below two
+    samples with a value, where it is undefined)."""
     counts: dict[str, int] = field(default_factory=dict)
     """Task-specific counts that are not rates (kept out of `metrics`, whose values are rates)."""
     n_truncated: int = 0

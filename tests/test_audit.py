@@ -182,8 +182,20 @@ def test_groundedness_compares_verdicts_as_given_and_binary_labels_map_scores():
     assert g["disagreements"][0] == {"id": 1, "label": "yes", "verdict": "partial", "explanation": "j says partial"}
     r = result["r"]["judges"]["j"]
     assert (r["n"], r["n_invalid"], r["confusion"]) == (2, 1, {C: {C: 1, W: 1}, W: {C: 0, W: 0}})
-    # One judge: the task's vote counts its unparsed reply as a fail, as judge_voting does.
-    assert result["r"]["panel"]["n"] == 3 and result["r"]["panel"]["confusion"] == {C: {C: 1, W: 1}, W: {C: 0, W: 1}}
+    # One judge: its unparsed reply is no vote (issue 44, point 3), though judge_voting counts it as a fail: the
+    # panel is compared with the label on the two samples it voted on, like the judge.
+    panel = result["r"]["panel"]
+    assert (panel["n"], panel["n_invalid"], panel["confusion"]) == (2, 1, {C: {C: 1, W: 1}, W: {C: 0, W: 0}})
+
+
+def test_a_panel_with_no_valid_verdict_has_no_agreement():
+    # Every judge reply invalid: each judge n=0, and the panel too (it reported n=2 and agreement 0.5 before, an
+    # invalid vote counted as "incorrect" and compared with the labels).
+    records = {"t": [{"id": i, "scores": {"judge_vote": 0.0},
+                      "judgements": [_judgement("a", None), _judgement("b", None)]} for i in (1, 2)]}
+    result = audit(records, {("t", "1"): "correct", ("t", "2"): "incorrect"}, n_boot=50, seed=0)["tasks"]["t"]
+    for block in (*result["judges"].values(), result["panel"]):
+        assert (block["n"], block["n_invalid"], block["agreement"], block["cohen_kappa"]) == (0, 2, None, None)
 
 
 def test_a_tied_panel_is_no_vote_and_labels_in_the_wrong_vocabulary_or_tasks_are_one_clear_error():

@@ -57,8 +57,9 @@ def test_stderr_of_constant_values_is_zero() -> None:
 
 
 @pytest.mark.parametrize("values", [[], [0.7]], ids=["empty", "single"])
-def test_stderr_below_two_values_is_zero(values: list[float]) -> None:
-    assert stderr(values) == 0.0
+def test_stderr_below_two_values_is_undefined(values: list[float]) -> None:
+    # One value says nothing about the spread (issue 44, point 4): null, as statistics.stdev refuses it.
+    assert stderr(values) is None
 
 
 # --------------------------------------------------------------------------- iou

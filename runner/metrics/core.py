@@ -31,11 +31,12 @@ def defined_mean(values: Iterable[float | None]) -> float | None:
     return math.fsum(vals) / len(vals) if vals else None
 
 
-def stderr(values: Sequence[float]) -> float:
-    """Standard error of the mean (sample standard deviation / sqrt(n)); 0.0 below two values."""
+def stderr(values: Sequence[float]) -> float | None:
+    """Standard error of the mean (sample standard deviation / sqrt(n)); None (undefined) below two values: one
+    sample says nothing about the spread, and 0.0 would claim certainty."""
     n = len(values)
     if n < 2:
-        return 0.0
+        return None
     m = sum(values) / n
     return math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1) / n)
 

@@ -32,7 +32,7 @@ def task_result(records: Records, metrics: Callable[[Records], Mapping[str, floa
     errors = [r["id"] for r in records if r.get("status") == "error"]
     invalid = [r["id"] for r in scored if r.get("status") == "invalid"]
     values: dict[str, Any] = dict(metrics(scored)) if scored else dict.fromkeys(zero)
-    errs: dict[str, float] = {}
+    errs: dict[str, float | None] = {}
     missing: dict[str, int] = {}
     if per_sample is not None and scored:
         columns = per_sample_columns([per_sample(r) for r in scored])

@@ -215,9 +215,12 @@ def _vote(judges: Sequence[str], verdicts: Sequence[Verdict]) -> Verdict:
 def _task_vote(record: Record, judges: Sequence[str], verdicts: Sequence[Verdict]) -> Verdict:
     """The panel vote of correctness labels, by the task's own rule: the record's `judge_vote` score (what its
     `judge_voting` averages: a majority of passes, an invalid reply failing, or unanimity, as the task's scorer
-    says), else the majority of passes (MUGEN's rule, and a panel whose vote is `each`); None with no judgement."""
+    says), else the majority of passes (MUGEN's rule, and a panel whose vote is `each`); None with no judgement or
+    no valid verdict."""
     given = [j for j in record.get("judgements") or [] if j.get("judge") in judges]
-    if not given:
+    if not given or all(v is None for v, _ in verdicts):
+        # No judge gave a valid verdict: the panel voted nothing (the metric counts that as a fail; compared
+        # with a human label it is no vote, so a panel is never "in agreement" over replies none could read).
         return None, ""
     vote = (record.get("scores") or {}).get("judge_vote")
     if not isinstance(vote, (int, float)) or isinstance(vote, bool):

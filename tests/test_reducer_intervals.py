@@ -1,0 +1,80 @@
+"""Intervals of a metric that is no mean (F1, precision, recall) with a reducer (issue 44, point 1): a bootstrap
+resample keeps its duplicates. Before, each resample was regrouped by sample id, so a sample drawn k times
+counted once and the interval came out too narrow, even at epochs=1 where a reducer must change nothing."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import compose
+from sklearn.metrics import f1_score, precision_score
+
+from runner.config import instantiate
+from runner.metrics.intervals import expanded_level, resample_blocks
+from runner.metrics.uncertainty import scored_result
+
+N_BOOT, SEED = 400, 3
+
+
+def task(reducer: str | None) -> Any:
+    overrides = ["benchmark=eve", "benchmark.tasks=[hallucination_detection]"]
+    if reducer:
+        overrides.append(f"benchmark.specs.hallucination_detection.reducer={reducer}")
+    built = instantiate(compose(overrides).benchmark, "benchmark").build_tasks()[0]
+    built.prepare([])
+    return built
+
+
+def records(n: int, epochs: int, seed: int = 0) -> list[dict[str, Any]]:
+    """n samples (reference A = hallucinated for the first half), each answered `epochs` times at random."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        ref = "A" if i < n // 2 else "B"
+        for e in range(epochs):
+            answer = rng.choice(["A", "B", None]) if rng.random() < 0.6 else ref
+            out.append({"id": i, "epoch": e, "status": "ok", "reference": ref, "answer": answer,
+                        "scores": {"accuracy": float(answer == ref)}})
+    return out
+
+
+def test_a_reducer_changes_nothing_at_one_epoch_intervals_included() -> None:
+    rows = records(8, 1)
+    plain = scored_result(task(None), rows, n_boot=N_BOOT, seed=SEED)
+    moded = scored_result(task("mode"), rows, n_boot=N_BOOT, seed=SEED)
+    assert moded.metrics == plain.metrics
+    assert moded.ci == plain.ci  # f1's interval too: before, mode narrowed it
+
+
+def mode_answers(rows: list[dict[str, Any]]) -> tuple[list[str], list[str | None]]:
+    """Each sample's reference and its majority answer (ties to the first reached; no answer does not vote),
+    computed here by hand from the records."""
+    by: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(r["id"], []).append(r)
+    refs, answers = [], []
+    for group in by.values():
+        votes = [r["answer"] for r in sorted(group, key=lambda r: r["epoch"]) if r["answer"] is not None]
+        best = max(votes, key=lambda v: (votes.count(v), -votes.index(v))) if votes else None
+        refs.append(group[0]["reference"])
+        answers.append(best)
+    return refs, answers
+
+
+@pytest.mark.parametrize(("metric", "score"), [("f1", f1_score), ("precision", precision_score)])
+def test_with_mode_over_epochs_every_draw_counts_as_scikit_learn_scores_it(metric: str, score: Any) -> None:
+    rows = records(12, 3, seed=7)
+    result = scored_result(task("mode"), rows, n_boot=N_BOOT, seed=SEED, epochs=3)
+    refs, answers = mode_answers(rows)
+    y_true = np.array([r == "A" for r in refs])
+    y_pred = np.array([a == "A" for a in answers])  # no answer is no positive prediction
+    assert result.metrics[metric] == pytest.approx(score(y_true, y_pred, zero_division=0))
+    draws = np.vstack(list(resample_blocks(len(refs), N_BOOT, SEED)))
+    values = [score(y_true[d], y_pred[d], zero_division=0) for d in draws]
+    level = expanded_level(len(refs))
+    assert level is not None
+    low, high = np.percentile(values, [50 * (1 - level), 100 - 50 * (1 - level)])
+    assert result.ci[metric] == pytest.approx([low, high])

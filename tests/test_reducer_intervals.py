@@ -78,3 +78,26 @@ def test_with_mode_over_epochs_every_draw_counts_as_scikit_learn_scores_it(metri
     assert level is not None
     low, high = np.percentile(values, [50 * (1 - level), 100 - 50 * (1 - level)])
     assert result.ci[metric] == pytest.approx([low, high])
+
+
+def test_a_paired_bootstrap_p_value_counts_exact_ties_whatever_the_rounding() -> None:
+    # Differences of tenths: many resampled means are exactly 0, which floating-point sums put at +-1e-17 by
+    # the order of additions (issue 44, point 4: 298, 296 or 303 of 1000 counted as reaching 0). Counted here in
+    # exact integer arithmetic over the same draws, the p-value must not depend on the rounding.
+    from scipy import special
+
+    from runner.metrics.paired import paired_difference
+
+    tenths = [3, -1, 2, -2, 1, -3, 1, 1, -1, 2, -2, 1]  # differences x 10, mean 2/12 > 0
+    a = [0.5 + t / 10 for t in tenths]
+    b = [0.5] * len(tenths)
+    n = len(tenths)
+    draws = np.vstack(list(resample_blocks(n, 1000, SEED)))
+    sums = np.array(tenths)[draws].sum(axis=1)  # exact: integers
+    beyond = int((sums <= 0).sum())
+    share = min(0.5, (beyond + 1) / (1000 + 1))
+    t = float(special.ndtri(share)) * ((n - 1) / n) ** 0.5
+    expected = min(1.0, 2.0 * float(special.stdtr(n - 1, t)))
+    for scale in (1.0, 3.0, 0.7):
+        row = paired_difference([x * scale for x in a], [y * scale for y in b], n_boot=1000, seed=SEED)
+        assert row["test"] == "paired_bootstrap" and row["p_value"] == pytest.approx(expected, rel=1e-12)

@@ -86,14 +86,19 @@ def mcnemar_interval(a: Scores, b: Scores, level: float = 0.95) -> tuple[float, 
     return (low * (share_high if low < 0 else share_low), high * (share_high if high > 0 else share_low))
 
 
-def _bootstrap_p(boot: FloatArray, diff: float, n: int) -> float:
+def _bootstrap_p(boot: FloatArray, diff: float, n: int, scale: float) -> float:
     """The p-value that inverts the expanded percentile interval: twice the Student tail at the level where
-    the interval's end reaches 0 (the share of resampled differences beyond 0, counting the observed one)."""
+    the interval's end reaches 0 (the share of resampled differences at or beyond 0, counting the observed one).
+
+    A resampled difference that is 0 in exact arithmetic counts as reaching 0 (a tie is no evidence either
+    way). Summed in floating point it may come out as 1e-17 or -1e-17 depending on the order of the additions,
+    so differences within `scale` x 1e-9 of 0 are 0 here (`scale`: the largest |difference| of one sample)."""
     from scipy import special
 
-    if diff == 0.0:
+    tol = 1e-9 * max(scale, 1e-300)
+    if abs(diff) <= tol:
         return 1.0
-    beyond = int((boot <= 0.0).sum()) if diff > 0 else int((boot >= 0.0).sum())
+    beyond = int((boot <= tol).sum()) if diff > 0 else int((boot >= -tol).sum())
     share = min(0.5, (beyond + 1) / (boot.size + 1))
     t = float(special.ndtri(share)) * math.sqrt((n - 1) / n)
     return min(1.0, 2.0 * float(special.stdtr(n - 1, t)))
@@ -129,7 +134,7 @@ def paired_difference(a: Scores, b: Scores, n_boot: int, seed: int, level: float
         interval = percentile_intervals(boot[:, None], [expanded_level(n, level)])[0]
         if interval is not None:
             row["ci_low"], row["ci_high"] = interval
-        row["p_value"] = _bootstrap_p(boot, row["diff"], n)
+        row["p_value"] = _bootstrap_p(boot, row["diff"], n, float(np.abs(differences).max()))
     if row["ci_low"] is not None and row["p_value"] is not None:
         excludes = not row["ci_low"] <= 0.0 <= row["ci_high"]
         if excludes != (row["p_value"] < 1.0 - level):

@@ -51,3 +51,18 @@ def test_rejudge_grades_recorded_replies_with_another_panel_and_asks_the_model_n
 def test_rejudge_of_a_folder_that_is_no_run_dir_is_one_clear_line(tmp_path):
     proc = cli([str(tmp_path)], module="runner.rejudge", timeout=60)
     assert proc.returncode == 2 and "is not a run dir" in one_line_error(proc)
+
+
+def test_a_one_judge_rejudge_sends_no_preflight(fake_llm, tmp_path):
+    # The preflight asks only when a run calls two or more endpoints (docs/spending.md); a rejudge never calls
+    # the model under test, so a one-judge panel is one endpoint: no one-token probe (issue 44, point 12).
+    fake_llm.default = reply
+    src = tmp_path / "src"
+    assert cli(run_overrides(fake_llm.base_url, src, judges=["judge-a"], judge_fields=PANEL_FIELDS,
+                             tasks=["open_ended"], limit=3), timeout=120).returncode == 0
+    fake_llm.reset()
+    proc = cli([str(src), panel("judge-b", fake_llm.base_url), "preflight=true", f"hydra.run.dir={tmp_path / 'out'}"],
+               module="runner.rejudge", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert all(b.get("max_tokens") != 1 for b in fake_llm.requests)  # no one-token probe
+    assert len(fake_llm.requests) == 3 and {b["model"] for b in fake_llm.requests} == {"judge-b"}

@@ -128,9 +128,14 @@ class Built:
         several (a run that calls one endpoint learns of a refused key from its first request, at the same
         price); never a replayed model (asked nothing) or the embedded model (no key to refuse, and its server
         answered when it started)."""
+        from runner.models.replay import ReplayEndpoint
+
         chosen = [t for t in self.tasks if t.name in tasks]
-        called: list[Endpoint] = [self.model] if self.model is not None and any(t.needs_model for t in chosen) \
-            else []
+        # A replayed model (rejudge) is asked nothing, so it is no endpoint the run calls: a one-judge rejudge
+        # calls one endpoint and needs no preflight.
+        asks_model = self.model is not None and not isinstance(self.model, ReplayEndpoint)
+        called: list[Endpoint] = [self.model] if asks_model and self.model is not None and \
+            any(t.needs_model for t in chosen) else []
         judged = any(t.needs_judges for t in chosen)
         called += self.panel.judges if judged else []
         called += [x.endpoint for x in extractors(chosen) if x.endpoint is not None]

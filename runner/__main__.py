@@ -41,8 +41,10 @@ def reader_gone() -> None:
 
 def _fail(message: str, code: int) -> None:
     from runner.config.redact import redact_text
+    from runner.untrusted import for_terminal
 
-    print(f"error: {redact_text(message)}", file=sys.stderr)  # Hydra's errors quote overrides as typed
+    # Hydra's errors quote overrides as typed; a provider's body or a sample id may carry escape sequences.
+    print(f"error: {for_terminal(redact_text(message))}", file=sys.stderr)
     sys.exit(code)
 
 
@@ -63,8 +65,9 @@ def _save_config(cfg: Any, hc: Any, run_dir: Path) -> None:
 class _RedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         from runner.config.redact import redact_text
+        from runner.untrusted import for_terminal
 
-        record.msg = redact_text(record.getMessage())
+        record.msg = for_terminal(redact_text(record.getMessage()))  # what it quotes is shown, never obeyed
         record.args = None
         return True
 

@@ -19,6 +19,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from runner.untrusted import md_cell
+
 log = logging.getLogger("runner.report")
 
 PAIR_COLUMNS = ["task", "metric", "model_a", "model_b", "n", "diff", "ci_low", "ci_high", "p_value", "test",
@@ -192,7 +194,8 @@ def markdown(rows: list[dict[str, Any]], notes: list[str], chart: Path | None) -
             diff = "—" if r["diff"] is None else f"{r['diff']:+.3f}"
             few = " (too few)" if r["n"] < FEW else ""
             few += "" if r.get("reliable", True) else " unreliable"
-            lines.append(f"| {r['task']} | {r['metric']} | {r['model_a']} | {r['model_b']} | {r['n']}{few} | "
+            lines.append(f"| {md_cell(r['task'])} | {md_cell(r['metric'])} | {md_cell(r['model_a'])} | "
+                         f"{md_cell(r['model_b'])} | {r['n']}{few} | "
                          f"{diff} | {ci} | {_fmt(r['p_value'], 4)} | {r['test']} |")
     else:
         lines.append("No task has two or more models with per-sample scores to compare.")

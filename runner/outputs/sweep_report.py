@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 
 from runner.outputs.pairs import PAIR_COLUMNS, Job, job_label, pair_rows
 from runner.outputs.pairs import markdown as pairs_markdown
+from runner.untrusted import csv_cell, md_cell
 
 log = logging.getLogger("runner.report")
 
@@ -96,7 +97,7 @@ def markdown(rows: list[dict[str, Any]], costs: list[dict[str, Any]], failed: li
     table: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in rows:
         table[(r["benchmark"], r["task"], r["metric"])][r["model"]] = r
-    lines = ["# Comparison", "", "| benchmark | task | metric | " + " | ".join(models) + " |",
+    lines = ["# Comparison", "", "| benchmark | task | metric | " + " | ".join(md_cell(m) for m in models) + " |",
              "|---|---|---|" + "---|" * len(models)]
     for (bench, task, metric), by_model in table.items():
         cells = []
@@ -108,14 +109,14 @@ def markdown(rows: list[dict[str, Any]], costs: list[dict[str, Any]], failed: li
                 cells.append(f"{cell['value']:.3f} [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]")
             else:
                 cells.append(_fmt(cell["value"]))
-        lines.append(f"| {bench} | {task} | {metric} | " + " | ".join(cells) + " |")
+        lines.append(f"| {md_cell(bench)} | {md_cell(task)} | {md_cell(metric)} | " + " | ".join(cells) + " |")
     lines += ["", "Intervals: 95 %, from each task's `ci` in results.json (Wilson for a proportion of 0/1 sample "
               "scores, else a seeded bootstrap). Paired differences between models: pairs.md.", "",
               "## Cost", "", "| model | benchmark | model cost ($) | judge cost ($) | prompt tokens | "
               "completion tokens | cache hits | duration (s) |", "|---|---|---|---|---|---|---|---|"]
     for c in costs:
         duration = c["duration_s"]
-        lines.append(f"| {c['model']} | {c['benchmark']} | {_fmt(c['model_cost']) or 'unknown'} | "
+        lines.append(f"| {md_cell(c['model'])} | {md_cell(c['benchmark'])} | {_fmt(c['model_cost']) or 'unknown'} | "
                      f"{_fmt(c['judge_cost']) or 'unknown'} | "
                      f"{c['prompt_tokens']} | {c['completion_tokens']} | {c['cache_hits']} | "
                      f"{f'{duration:.1f}' if isinstance(duration, (int, float)) else ''} |")
@@ -124,7 +125,7 @@ def markdown(rows: list[dict[str, Any]], costs: list[dict[str, Any]], failed: li
         lines += ["", f"Demo runs ({', '.join(demo)}): the embedded SmolLM2-135M model answered or judged them; "
                   "their numbers show the pipeline works, not what a model can do."]
     if failed:
-        lines += ["", "## Failed jobs", ""] + [f"- {f}" for f in failed]
+        lines += ["", "## Failed jobs", ""] + [f"- {md_cell(f)}" for f in failed]
     return "\n".join(lines) + "\n"
 
 
@@ -196,7 +197,8 @@ def _write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> No
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
-        writer.writerows(rows)
+        # Model names, tasks and notes come from configs and data: never a formula in a spreadsheet.
+        writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
 
 
 def write_report(root: Path, failed: list[str] | None = None) -> dict[str, Any]:

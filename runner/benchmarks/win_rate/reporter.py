@@ -20,6 +20,7 @@ from runner.benchmarks.win_rate.metrics import Tally, judgement_of, tally
 from runner.benchmarks.win_rate.task import PairwiseTask
 from runner.config.paths import inside
 from runner.metrics.results import judge_names
+from runner.untrusted import csv_cell
 
 if TYPE_CHECKING:
     from runner.tasks.base import BaseTask
@@ -80,7 +81,8 @@ def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[Sequence[Any]]
     with open(path, "w", encoding="utf-8", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(columns)
-        writer.writerows(rows)
+        # Questions and answers are untrusted text: never a formula in a spreadsheet.
+        writer.writerows([csv_cell(v) for v in row] for row in rows)
 
 
 def _decision(entry: Mapping[str, Any] | None) -> str | None:

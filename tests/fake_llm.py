@@ -162,44 +162,6 @@ class _Batches:
     api_key: str | None
     _lock: threading.Lock
 
-    async def _anthropic(self, request: web.Request) -> web.Response:
-        """A minimal Anthropic Messages endpoint (what litellm's anthropic provider sends with an `api_base`): the
-        same replies as the chat endpoint, reasoning as a `thinking` block when the request enables thinking (or
-        `reasoning` is set), `max_tokens` enforced on thinking plus text (`stop_reason` `max_tokens`)."""
-        raw = await request.read()
-        with self._lock:
-            self.count += 1
-        try:
-            body = json.loads(raw)
-        except ValueError as exc:
-            return _error(400, f"invalid JSON body: {exc}", "invalid_request_error")
-        with self._lock:
-            self.requests.append(body)
-        if self.api_key is not None and request.headers.get("x-api-key") != self.api_key:
-            return web.json_response({"type": "error", "error": {"type": "authentication_error",
-                                                                 "message": "invalid x-api-key (fake)"}}, status=401)
-        chat = {**body, "messages": [m for m in body.get("messages") or [] if isinstance(m, dict)]}
-        reply = self.reply_for(chat)
-        spec = reply if isinstance(reply, dict) else {"content": reply}
-        thinking = spec.get("reasoning", self.reasoning)
-        thinking = thinking(chat) if callable(thinking) else thinking
-        if thinking is None and isinstance(body.get("thinking"), dict):
-            thinking = "Thinking it over before answering."
-        content, thinking, cut = _bounded(str(spec.get("content") or ""), thinking,
-                                          body if self.enforce_max_tokens else {})
-        blocks: list[dict[str, Any]] = []
-        if thinking is not None:
-            blocks.append({"type": "thinking", "thinking": thinking, "signature": "fake-signature"})
-        if content or not blocks:
-            blocks.append({"type": "text", "text": content})
-        prompt = _words(json.dumps(body.get("messages")) + json.dumps(body.get("system") or ""))
-        output = _words(content) + (len(thinking.split()) if thinking else 0)
-        return web.json_response({
-            "id": f"msg_fake_{self.count}", "type": "message", "role": "assistant",
-            "model": spec.get("model") or self.served_model or body.get("model", self.model), "content": blocks,
-            "stop_reason": spec.get("finish_reason") or ("max_tokens" if cut else "end_turn"), "stop_sequence": None,
-            "usage": {"input_tokens": prompt, "output_tokens": output}})
-
     def completion(self, body: dict[str, Any], key: str, attempt: int) -> dict[str, Any]:
         raise NotImplementedError
 

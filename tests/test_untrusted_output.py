@@ -60,3 +60,36 @@ def test_an_error_line_quoting_a_name_shows_its_escape_sequences(tmp_path: Path)
     assert proc.returncode == 2
     assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
     assert "mcqa\\x1b]0;pwned\\x07" in proc.stderr
+
+
+def strict_json(text: str) -> object:
+    def refuse(token: str) -> object:
+        raise ValueError(f"{token} is no JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_results_json_never_holds_nan_or_infinity(tmp_path: Path) -> None:
+    # issue 45, point 5: rescore --write wrote NaN and Infinity (no JSON) from a hand-edited record.
+    from runner.run.store import write_json
+
+    write_json(tmp_path / "x.json", {"a": float("nan"), "b": [float("inf"), 1.5], "c": {"d": float("-inf")}})
+    assert strict_json((tmp_path / "x.json").read_text()) == {"a": None, "b": [None, 1.5], "c": {"d": None}}
+
+
+def test_rescore_write_of_a_record_with_a_nan_score_writes_json(tmp_path: Path) -> None:
+    from conftest import read_jsonl, run_overrides
+    from fake_llm import FakeLLM
+
+    run_dir = tmp_path / "run"
+    with FakeLLM(default="Answer: C") as srv:
+        assert cli(run_overrides(srv.base_url, run_dir, tasks=["mcqa_single_answer"], limit=4, judges=0)
+                   ).returncode == 0
+    path = run_dir / "samples" / "mcqa_single_answer.jsonl"
+    records = read_jsonl(path)
+    records[0]["scores"]["accuracy"] = float("nan")  # json.dumps writes NaN, as a hand edit could
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    proc = cli(["rescore", str(run_dir), "--write"], timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    block = strict_json((run_dir / "results.json").read_text())["tasks"]["mcqa_single_answer"]  # type: ignore[index]
+    right = sum(r["scores"]["accuracy"] for r in records[1:])
+    assert block["metrics"]["accuracy"] == right / 3 and block["n_missing"] == {"accuracy": 1}

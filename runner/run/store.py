@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -252,8 +253,12 @@ def _ends_with_newline(path: Path) -> bool:
 
 def write_json(path: Path, data: Any) -> None:
     """Write JSON atomically (a reader never sees a half-written results file); lone surrogates in untrusted
-    text become U+FFFD. A failed write (disk full) removes its temporary file and raises the OSError."""
-    text = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+    text become U+FFFD, and a number that is not finite (NaN, infinity: no JSON) is null. A failed write (disk
+    full) removes its temporary file and raises the OSError."""
+    try:
+        text = json.dumps(data, indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n"
+    except ValueError:  # a NaN or an infinity somewhere (a hand-edited record): absent, never `NaN` in the file
+        text = json.dumps(_finite(data), indent=2, ensure_ascii=False, default=str) + "\n"
     if not text.isascii():
         text = SURROGATE.sub("\ufffd", text)
     tmp = path.with_suffix(path.suffix + ".tmp")
@@ -284,3 +289,14 @@ def id_order(record: Mapping[str, Any]) -> tuple[int, Any, int]:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return (0, value, epoch)
     return (1, str(value), epoch)
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every float that is not finite replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

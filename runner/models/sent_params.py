@@ -49,19 +49,20 @@ class SentParams:
 def unsupported(litellm: Any, model: str, api_base: str | None, params: Mapping[str, Any]) -> list[str]:
     """The params litellm would refuse (or drop) for this model: each is tried as litellm maps it for the
     provider, with nothing sent (`get_optional_params`, the mapping acompletion applies to every call)."""
-    from litellm.utils import get_optional_params
-
     try:
+        from litellm.utils import get_optional_params
+
         _, provider, _, _ = litellm.get_llm_provider(model=model, api_base=api_base)
-    except Exception:  # noqa: BLE001 - a model litellm cannot route fails at its first call, as before
-        return []
+        refusal = litellm.UnsupportedParamsError
+    except Exception:  # noqa: BLE001 - a model litellm cannot route (or a litellm without this mapping) is
+        return []  # refused at its first call instead: drop_params is off, so nothing is dropped silently
     base = {k: params[k] for k in LITELLM_DIRECTIVES if k in params}
 
     def refused(subset: Mapping[str, Any]) -> bool:
         try:
             get_optional_params(model=model.split("/", 1)[-1] if model.startswith(f"{provider}/") else model,
                                 custom_llm_provider=provider, drop_params=False, **{**base, **subset})
-        except litellm.UnsupportedParamsError:
+        except refusal:
             return True
         except Exception:  # noqa: BLE001 - any other complaint is the provider's to make, at the call
             return False

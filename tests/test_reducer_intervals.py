@@ -14,7 +14,7 @@ from sklearn.metrics import f1_score, precision_score
 
 from runner.config import instantiate
 from runner.metrics.intervals import expanded_level, resample_blocks
-from runner.metrics.uncertainty import scored_result
+from runner.metrics.uncertainty import scored_result, wilson95
 
 N_BOOT, SEED = 400, 3
 
@@ -101,3 +101,22 @@ def test_a_paired_bootstrap_p_value_counts_exact_ties_whatever_the_rounding() ->
     for scale in (1.0, 3.0, 0.7):
         row = paired_difference([x * scale for x in a], [y * scale for y in b], n_boot=1000, seed=SEED)
         assert row["test"] == "paired_bootstrap" and row["p_value"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_interval_method_and_its_flag_follow_the_design_not_the_draw() -> None:
+    # Issue 44, point 5: with three epochs averaged, a data set whose epochs happen to agree (every sample's mean
+    # 0 or 1) got Wilson and reliable: true while the rest of its population got the bootstrap and false.
+    agree = records(12, 3, seed=1)
+    for r in agree:  # every epoch of a sample answers as its first did
+        r["answer"] = next(x["answer"] for x in agree if x["id"] == r["id"] and x["epoch"] == 0)
+        r["scores"]["accuracy"] = float(r["answer"] == r["reference"])
+    differ = records(12, 3, seed=1)
+    plain = task(None)
+    a = scored_result(plain, agree, n_boot=N_BOOT, seed=SEED, epochs=3)
+    b = scored_result(plain, differ, n_boot=N_BOOT, seed=SEED, epochs=3)
+    assert a.reliable["accuracy"] == b.reliable["accuracy"] is False  # n 12 is below the bootstrap's 100
+    values = [1.0 if r["scores"]["accuracy"] else 0.0 for r in agree if r["epoch"] == 0]
+    assert a.ci["accuracy"] != pytest.approx(list(wilson95(int(sum(values)), len(values))))
+    moded = scored_result(task("mode"), agree, n_boot=N_BOOT, seed=SEED, epochs=3)  # mode keeps 0/1: Wilson
+    assert moded.ci["accuracy"] == pytest.approx(list(wilson95(int(sum(values)), len(values))))
+    assert moded.reliable["accuracy"] is True

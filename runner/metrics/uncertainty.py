@@ -64,10 +64,20 @@ def is_count(metric: str) -> bool:
     return metric.startswith(("num_", "n_"))
 
 
-def intervals(task: BaseTask, samples: Samples, *, n_boot: int,
-              seed: int) -> tuple[dict[str, list[float] | None], dict[str, bool]]:
-    """A 95 % interval for every metric (None where the metric is None), and whether each is reliable."""
+BINARY_REDUCERS = ("mode", "max", "min", "pass_at_k")
+"""Reducers that keep a sample's 0/1 score 0/1 over its epochs (a mean, a median of an even count or a pass@j
+estimate make fractions)."""
+
+
+def intervals(task: BaseTask, samples: Samples, *, n_boot: int, seed: int,
+              epochs: int = 1) -> tuple[dict[str, list[float] | None], dict[str, bool]]:
+    """A 95 % interval for every metric (None where the metric is None), and whether each is reliable.
+
+    Wilson's interval is for a design whose per-sample values are 0/1 (one epoch, or a reducer that keeps them
+    so): chosen by the design, never by the draw, so a data set whose epochs happened to agree gets the same
+    method and `reliable` as the rest of its population (issue 44, point 5)."""
     metrics = samples.metrics
+    binary_design = epochs <= 1 or samples.reducer in BINARY_REDUCERS
     out: dict[str, list[float] | None] = {m: None for m in metrics}
     reliable: dict[str, bool] = {}
     means: dict[str, list[float]] = {}
@@ -85,7 +95,7 @@ def intervals(task: BaseTask, samples: Samples, *, n_boot: int,
         defined = [v for v in values if v is not None]
         if not defined:
             continue
-        if all(v in (0.0, 1.0) for v in defined):
+        if binary_design and all(v in (0.0, 1.0) for v in defined):
             out[metric] = _as_list(wilson95(int(sum(defined)), len(defined)))
             reliable[metric] = len(defined) >= RELIABLE_FROM["wilson"]
         else:
@@ -174,7 +184,7 @@ def with_uncertainty(task: BaseTask, records: Sequence[Record], result: TaskResu
     value on each epoch's records alone and its spread across epochs."""
     scored = [r for r in records if r.get("status") != "error"]
     samples = per_sample(task, scored, result.metrics)
-    ci, reliable = intervals(task, samples, n_boot=n_boot, seed=seed)
+    ci, reliable = intervals(task, samples, n_boot=n_boot, seed=seed, epochs=epochs)
     errs = {m: stderr(defined(samples.values[m])) if m in samples.values else e for m, e in result.stderr.items()}
     # Counted per sample (a sample is missing a value when none of its epochs has one).
     missing = {**{m: k for m, k in result.n_missing.items() if m not in samples.values},

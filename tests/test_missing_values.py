@@ -337,3 +337,11 @@ def test_a_task_whose_aggregation_fails_loses_no_other_tasks_results(tmp_path: P
     assert view.returncode == 0, view.stderr
     assert "KeyError" in (run_dir / "view" / "index.html").read_text(encoding="utf-8")
 
+
+
+def test_n_missing_counts_samples_with_epochs_even_where_no_sample_has_a_value() -> None:
+    # Two judges, three samples, two epochs, no parsed verdict anywhere: agreement has no value in any sample.
+    # n_missing counts the 3 samples, not the 6 records.
+    records = [judged_record(i, [INVALID, INVALID], e) for i in range(3) for e in range(2)]
+    result = scored_result(eve_task("open_ended"), records, n_boot=200, seed=0, epochs=2)
+    assert result.metrics["judge_agreement"] is None and result.n_missing == {"judge_agreement": 3}

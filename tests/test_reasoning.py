@@ -385,3 +385,26 @@ def test_every_shipped_judge_sends_every_param_it_sets(panel: str) -> None:
         sent = decide(litellm, name=entry.name, model=entry.model, api_base=entry.api_base, params=effective,
                       drop=False)
         assert sent.params == effective and sent.structured, (panel, entry.name)
+
+
+def test_a_cached_rerun_records_the_same_truncation_and_reasoning(tmp_path: Path) -> None:
+    # The response cache keeps finish_reason and reasoning: a re-run served from it reads and counts as the
+    # run that asked (before the cache stored them, a cached cut reply would have been read as complete).
+    with FakeLLM(default=right_answer, reasoning=THOUGHT, enforce_max_tokens=True) as srv:
+        first = cli(mcq_run(srv, tmp_path / "a", "params.max_tokens=24", limit=3, cache=tmp_path / "cache"))
+        sent = srv.count
+        again = cli(mcq_run(srv, tmp_path / "b", "params.max_tokens=24", limit=3, cache=tmp_path / "cache"))
+        assert srv.count == sent  # all from the cache
+        cut = cli(mcq_run(srv, tmp_path / "c", "params.max_tokens=16", limit=3, cache=tmp_path / "cache"))
+        cached_cut = cli(mcq_run(srv, tmp_path / "d", "params.max_tokens=16", limit=3, cache=tmp_path / "cache"))
+    for proc in (first, again, cut, cached_cut):
+        assert proc.returncode == 0, proc.stderr[-2000:]
+
+    def view(run: str) -> list[tuple[Any, ...]]:
+        return sorted((r["id"], r["finish_reason"], r["reasoning"], r["response"], r["answer"])
+                      for r in read_jsonl(tmp_path / run / "samples" / f"{MCQ}.jsonl"))
+    assert view("a") == view("b") and view("c") == view("d")
+    assert {row[1] for row in view("d")} == {"length"} and all(row[4] is None for row in view("d"))
+    blocks = {run: json.loads((tmp_path / run / "results.json").read_text())["tasks"][MCQ] for run in "abcd"}
+    assert blocks["b"]["n_truncated"] == 0 and blocks["d"]["n_truncated"] == blocks["c"]["n_truncated"] == 3
+    assert blocks["b"]["metrics"] == blocks["a"]["metrics"] and blocks["d"]["metrics"] == blocks["c"]["metrics"]

@@ -14,20 +14,29 @@ def mean(values: Iterable[float]) -> float:
     return sum(vals) / len(vals) if vals else 0.0
 
 
-def score_value(record: Mapping[str, Any], name: str) -> float | None:
-    """A record's value of the per-sample score `name`: None when the record has none (the scorer gave it no
-    value, the key is absent or null, or it is no finite number), so a mean leaves it out instead of failing."""
-    scores = record.get("scores")
-    value = scores.get(name) if isinstance(scores, Mapping) else None
+def finite(value: Any) -> float | None:
+    """`value` as a float when it is a finite number (not a bool, NaN or infinity), else None: no value."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
 
 
+def score_value(record: Mapping[str, Any], name: str) -> float | None:
+    """A record's value of the per-sample score `name`: None when the record has none (the scorer gave it no
+    value, the key is absent or null, or it is no finite number), so a mean leaves it out instead of failing."""
+    scores = record.get("scores")
+    return finite(scores.get(name)) if isinstance(scores, Mapping) else None
+
+
+def defined(values: Iterable[float | None]) -> list[float]:
+    """The values that are not None."""
+    return [v for v in values if v is not None]
+
+
 def defined_mean(values: Iterable[float | None]) -> float | None:
     """The mean of the values that are defined (not None); None when none is (a mean over nothing is absent,
     never 0)."""
-    vals = [v for v in values if v is not None]
+    vals = defined(values)
     return math.fsum(vals) / len(vals) if vals else None
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from runner.metrics.core import stderr
+from runner.metrics.core import defined, finite, stderr
 from runner.types import TaskResult
 
 Records = Sequence[Mapping[str, Any]]
@@ -37,10 +36,10 @@ def task_result(records: Records, metrics: Callable[[Records], Mapping[str, floa
     if per_sample is not None and scored:
         columns = per_sample_columns([per_sample(r) for r in scored])
         for metric, column in columns.items():
-            defined = [v for v in column if v is not None]
-            errs[metric] = stderr(defined)
-            if len(defined) < len(column):
-                missing[metric] = len(column) - len(defined)
+            given = defined(column)
+            errs[metric] = stderr(given)
+            if len(given) < len(column):
+                missing[metric] = len(column) - len(given)
     return TaskResult(n=len(records), n_invalid=len(invalid), invalid_ids=invalid, metrics=values,
                       n_errors=len(errors), error_ids=errors, stderr=errs, n_missing=missing)
 
@@ -51,13 +50,7 @@ def per_sample_columns(rows: Sequence[Mapping[str, float | None]]) -> dict[str, 
     names: dict[str, None] = {}
     for row in rows:
         names.update(dict.fromkeys(row))
-    return {m: [_value(row.get(m)) for row in rows] for m in names}
-
-
-def _value(value: Any) -> float | None:
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
+    return {m: [finite(row.get(m)) for row in rows] for m in names}
 
 
 def judge_names(records: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import RunnerError
-from runner.metrics.core import stderr
+from runner.metrics.core import defined, stderr
 from runner.metrics.results import judge_names
 from runner.metrics.samples import Samples, per_sample
 from runner.types import TaskResult
@@ -92,15 +92,15 @@ def intervals(task: BaseTask, samples: Samples, *, n_boot: int, seed: int,
             reliable[metric] = n >= RELIABLE_FROM["other"]
             continue
         # Over the samples that have a value (a sample without one is no 0 and no 1: it is left out).
-        defined = [v for v in values if v is not None]
-        if not defined:
+        given = defined(values)
+        if not given:
             continue
-        if binary_design and all(v in (0.0, 1.0) for v in defined):
-            out[metric] = _as_list(wilson95(int(sum(defined)), len(defined)))
-            reliable[metric] = len(defined) >= RELIABLE_FROM["wilson"]
+        if binary_design and all(v in (0.0, 1.0) for v in given):
+            out[metric] = _as_list(wilson95(int(sum(given)), len(given)))
+            reliable[metric] = len(given) >= RELIABLE_FROM["wilson"]
         else:
             means[metric] = [math.nan if v is None else v for v in values]
-            reliable[metric] = len(defined) >= RELIABLE_FROM["mean"]
+            reliable[metric] = len(given) >= RELIABLE_FROM["mean"]
     if means or others:
         import numpy as np
 
@@ -186,9 +186,7 @@ def with_uncertainty(task: BaseTask, records: Sequence[Record], result: TaskResu
     samples = per_sample(task, scored, result.metrics)
     ci, reliable = intervals(task, samples, n_boot=n_boot, seed=seed, epochs=epochs)
     errs = {m: stderr(defined(samples.values[m])) if m in samples.values else e for m, e in result.stderr.items()}
-    # Counted per sample (a sample is missing a value when none of its epochs has one).
-    missing = {**{m: k for m, k in result.n_missing.items() if m not in samples.values},
-               **{m: len(v) - len(defined(v)) for m, v in samples.values.items() if len(defined(v)) < len(v)}}
+    missing = _missing_per_sample(task, samples, result.n_missing)
     reducer = getattr(task, "reducer", None) or ("mean" if epochs > 1 else None)
     out = replace(result, metrics=samples.metrics, ci=ci, reliable=reliable, stderr=errs, n_missing=missing,
                   epochs=epochs, reducer=reducer,
@@ -200,9 +198,16 @@ def with_uncertainty(task: BaseTask, records: Sequence[Record], result: TaskResu
     return replace(out, by_epoch=by_epoch, epoch_sd={m: _sd(v) for m, v in by_epoch.items()})
 
 
-def defined(values: Sequence[float | None]) -> list[float]:
-    """The values that are not None."""
-    return [v for v in values if v is not None]
+def _missing_per_sample(task: BaseTask, samples: Samples, per_record: Mapping[str, int]) -> dict[str, int]:
+    """`n_missing` counted per sample: a sample is missing a value when none of its epochs has one (also for a
+    metric with no value anywhere, which is no mean over samples and so not in `samples.values`)."""
+    out = {m: len(v) - len(defined(v)) for m, v in samples.values.items() if len(defined(v)) < len(v)}
+    for metric in per_record:
+        if metric not in samples.values:
+            count = sum(all(task.sample_scores(r).get(metric) is None for r in g) for g in samples.groups)
+            if count:
+                out[metric] = count
+    return out
 
 
 def _sd(values: Sequence[float | None]) -> float | None:

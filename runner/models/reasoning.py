@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from runner.models.accounting import token_count
+
 _OPEN = re.compile(r"\A\s*<(think|thinking|reasoning)>", re.I)
 _CLOSE = {name: re.compile(rf"</{name}>", re.I) for name in ("think", "thinking", "reasoning")}
 _DANGLING = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
@@ -48,7 +50,7 @@ def reasoning_of(message: Any, content: str) -> tuple[str, str | None]:
     leading `<think>` block, joined when a reply has both."""
     answer, inline = split_reasoning(content)
     given = provider_reasoning(message)
-    parts = [p for p in (given, inline) if p]
+    parts = list(dict.fromkeys(p for p in (given, inline) if p))  # litellm may have copied the block already
     if not parts:
         return answer, None
     # litellm itself moves a leading <think> block of some providers into reasoning_content: the line break
@@ -61,4 +63,4 @@ def reasoning_tokens(usage: Any) -> int:
     details = getattr(usage, "completion_tokens_details", None)
     value = details.get("reasoning_tokens") if isinstance(details, dict) else \
         getattr(details, "reasoning_tokens", None)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return token_count(value) or 0

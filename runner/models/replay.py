@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ class ReplayEndpoint(Endpoint):
     def __init__(self, base: Endpoint, source: Path) -> None:
         super().__init__(**{**entry_fields(base), "api_key": None})  # what decides a record's fingerprint
         self.source = source
-        self.replies = _recorded_replies(source)
+        self.replies = _recorded_replies(source, self.model)
         if not self.replies:
             raise ConfigError(f"{source}/samples holds no recorded reply to judge again; rejudge needs the run "
                               "dir of a run that asked the model")
@@ -47,10 +46,10 @@ class ReplayEndpoint(Endpoint):
             raise CallError(f"{self.name}: {self.source} has no reply for sample {sample} of task {task} "
                             "(it ended as an error there, or was not selected)", attempts=0)
         self.stats.cache_hits += 1
-        return reply if reply.model else dataclasses.replace(reply, model=self.model)
+        return reply
 
 
-def _recorded_replies(source: Path) -> dict[tuple[str, str], ModelOutput]:
+def _recorded_replies(source: Path, model: str) -> dict[tuple[str, str], ModelOutput]:
     """(task, id) -> the reply of every sample whose latest record in `source` is finished with one: its text,
     and how it ended, what it reasoned and who served it, so a cut reply is read as a cut one again."""
     replies: dict[tuple[str, str], ModelOutput] = {}
@@ -60,6 +59,6 @@ def _recorded_replies(source: Path) -> dict[tuple[str, str], ModelOutput]:
                 fields = {k: rec.get(k) if isinstance(rec.get(k), str) else None
                           for k in ("finish_reason", "reasoning", "served_model")}
                 replies[(str(rec.get("task") or path.stem), key)] = ModelOutput(
-                    text=str(rec["response"]), model=fields["served_model"] or "", usage=Usage(cached=True),
+                    text=str(rec["response"]), model=fields["served_model"] or model, usage=Usage(cached=True),
                     finish_reason=fields["finish_reason"], reasoning=fields["reasoning"])
     return replies

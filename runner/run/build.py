@@ -133,9 +133,8 @@ class Built:
         chosen = [t for t in self.tasks if t.name in tasks]
         # A replayed model (rejudge) is asked nothing, so it is no endpoint the run calls: a one-judge rejudge
         # calls one endpoint and needs no preflight.
-        asks_model = self.model is not None and not isinstance(self.model, ReplayEndpoint)
-        called: list[Endpoint] = [self.model] if asks_model and self.model is not None and \
-            any(t.needs_model for t in chosen) else []
+        called: list[Endpoint] = [self.model] if self.model is not None and \
+            not isinstance(self.model, ReplayEndpoint) and any(t.needs_model for t in chosen) else []
         judged = any(t.needs_judges for t in chosen)
         called += self.panel.judges if judged else []
         called += [x.endpoint for x in extractors(chosen) if x.endpoint is not None]
